@@ -21,7 +21,8 @@ std::string with_caret(const SourceLocation& where, const std::string& message,
 }
 }  // namespace
 
-Error::Error(std::string message, Kind kind) : std::runtime_error(std::move(message)), kind_(kind) {}
+Error::Error(std::string message, Kind kind)
+    : std::runtime_error(std::move(message)), kind_(kind) {}
 
 Error::Error(const SourceLocation& where, std::string message, std::string_view source_line,
              Kind kind)
@@ -29,15 +30,21 @@ Error::Error(const SourceLocation& where, std::string message, std::string_view 
 
 int Error::exit_code() const {
   switch (kind_) {
-    case Kind::BadInput: return 2;
-    case Kind::Unsupported: return 3;
-    case Kind::CheckFailed: return 1;
-    case Kind::Internal: return 70;
+    case Kind::BadInput:
+      return 2;
+    case Kind::Unsupported:
+      return 3;
+    case Kind::CheckFailed:
+      return 1;
+    case Kind::Internal:
+      return 70;
   }
   return 70;
 }
 
-void fail(std::string message) { throw Error(std::move(message), Error::Kind::BadInput); }
+void fail(std::string message) {
+  throw Error(std::move(message), Error::Kind::BadInput);
+}
 void fail_unsupported(std::string message) {
   throw Error(std::move(message), Error::Kind::Unsupported);
 }

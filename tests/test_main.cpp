@@ -8,12 +8,16 @@
 #include "tests/test_data.h"
 
 namespace eqfuse::test {
-std::filesystem::path source_dir() { return EQFUSE_SOURCE_DIR; }
+std::filesystem::path source_dir() {
+  return EQFUSE_SOURCE_DIR;
+}
 std::filesystem::path shared_dir() {
   if (const char* env = std::getenv("EQFUSE_SHARED")) return env;
   return EQFUSE_SHARED_DIR;
 }
-bool have_shared_dir() { return std::filesystem::is_directory(shared_dir() / "models"); }
+bool have_shared_dir() {
+  return std::filesystem::is_directory(shared_dir() / "models");
+}
 }  // namespace eqfuse::test
 
 int main(int argc, char** argv) {
