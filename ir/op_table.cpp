@@ -1,0 +1,211 @@
+#include "ir/op_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "support/error.h"
+
+namespace eqfuse::ir {
+
+std::string_view fusion_class_name(FusionClass c) {
+  switch (c) {
+    case FusionClass::Elementwise:
+      return "elementwise";
+    case FusionClass::Broadcast:
+      return "broadcast";
+    case FusionClass::Reduction:
+      return "reduction";
+    case FusionClass::Contraction:
+      return "contraction";
+    case FusionClass::Layout:
+      return "layout";
+    case FusionClass::Opaque:
+      return "opaque";
+  }
+  return "?";
+}
+
+const AttrSpec* OpDef::find_attr(std::string_view attr) const {
+  for (const AttrSpec& spec : attrs) {
+    if (spec.name == attr) return &spec;
+  }
+  return nullptr;
+}
+
+void OpTableBuilder::add(OpDef def) {
+  defs_.push_back(std::move(def));
+}
+
+namespace {
+
+struct OpTable {
+  std::vector<OpDef> defs;
+  std::vector<const OpDef*> sorted;
+  std::unordered_map<std::string, const OpDef*> by_key;  // "domain::name"
+};
+
+const OpTable& table() {
+  static const OpTable instance = [] {
+    OpTableBuilder builder;
+    register_elementwise_ops(builder);
+    register_contraction_ops(builder);
+    register_reduction_ops(builder);
+    register_normalization_ops(builder);
+    register_conv_ops(builder);
+    register_pooling_ops(builder);
+    register_layout_ops(builder);
+    register_indexing_ops(builder);
+    register_generator_ops(builder);
+    register_resize_ops(builder);
+    register_recurrent_ops(builder);
+    OpTable t;
+    t.defs = std::move(builder.defs());
+    for (const OpDef& def : t.defs) {
+      auto [it, inserted] = t.by_key.emplace(def.domain + "::" + def.name, &def);
+      if (!inserted) {
+        throw Error("op table: '" + def.name + "' is registered twice", Error::Kind::Internal);
+      }
+      t.sorted.push_back(&def);
+    }
+    std::sort(t.sorted.begin(), t.sorted.end(),
+              [](const OpDef* a, const OpDef* b) { return a->name < b->name; });
+    return t;
+  }();
+  return instance;
+}
+
+}  // namespace
+
+const OpDef* find_op(std::string_view op_type, std::string_view domain) {
+  if (domain == "ai.onnx") domain = "";
+  const auto& by_key = table().by_key;
+  auto it = by_key.find(std::string(domain) + "::" + std::string(op_type));
+  return it == by_key.end() ? nullptr : it->second;
+}
+
+const std::vector<const OpDef*>& all_ops() {
+  return table().sorted;
+}
+
+std::string OpContext::label() const {
+  return node.name.empty() ? node.op_type : fmt::format("{} '{}'", node.op_type, node.name);
+}
+
+void OpContext::fail(const std::string& message) const {
+  throw Error(fmt::format("{}: {}", label(), message));
+}
+
+const TensorType& OpContext::input_type(size_t i) const {
+  if (!has_input(i)) fail(fmt::format("input {} is required", i));
+  return *input_types[i];
+}
+
+namespace {
+const AttrValue* attr_or_default(const OpContext& ctx, std::string_view name) {
+  if (const AttrValue* v = ctx.node.attrs.find(name)) return v;
+  const AttrSpec* spec = ctx.def.find_attr(name);
+  if (spec && spec->default_value) return &*spec->default_value;
+  ctx.fail(fmt::format("attribute '{}' is required", name));
+}
+
+template <typename T>
+T typed_attr(const OpContext& ctx, std::string_view name, AttrKind kind) {
+  const AttrValue* v = attr_or_default(ctx, name);
+  if (kind == AttrKind::Float && attr_kind(*v) == AttrKind::Int) {
+    if constexpr (std::is_same_v<T, double>) return static_cast<double>(std::get<int64_t>(*v));
+  }
+  if (attr_kind(*v) != kind) {
+    ctx.fail(fmt::format("attribute '{}' should be of type {}, got {}", name, attr_kind_name(kind),
+                         attr_kind_name(attr_kind(*v))));
+  }
+  return std::get<T>(*v);
+}
+}  // namespace
+
+int64_t OpContext::attr_int(std::string_view name) const {
+  return typed_attr<int64_t>(*this, name, AttrKind::Int);
+}
+double OpContext::attr_float(std::string_view name) const {
+  return typed_attr<double>(*this, name, AttrKind::Float);
+}
+std::string OpContext::attr_string(std::string_view name) const {
+  return typed_attr<std::string>(*this, name, AttrKind::String);
+}
+std::vector<int64_t> OpContext::attr_ints(std::string_view name) const {
+  return typed_attr<std::vector<int64_t>>(*this, name, AttrKind::Ints);
+}
+std::vector<double> OpContext::attr_floats(std::string_view name) const {
+  return typed_attr<std::vector<double>>(*this, name, AttrKind::Floats);
+}
+
+std::optional<std::vector<int64_t>> OpContext::ints_attr_or_input(std::string_view attr,
+                                                                  size_t input) const {
+  if (node.attrs.has(attr)) return attr_ints(attr);
+  if (const Tensor* t = input_value(input)) return t->to_int64s();
+  if (!has_input(input)) {
+    const AttrSpec* spec = def.find_attr(attr);
+    if (spec && spec->default_value) return std::get<std::vector<int64_t>>(*spec->default_value);
+  }
+  return std::nullopt;
+}
+
+OpContext make_context(const Graph& graph, const Node& node) {
+  if (!node.def)
+    throw Error("op '" + node.op_type + "' is not in the op table", Error::Kind::Internal);
+  OpContext ctx{node, *node.def, {}, {}};
+  for (ValueId in : node.inputs) {
+    if (in == kNoValue) {
+      ctx.input_types.push_back(nullptr);
+      ctx.input_values.push_back(nullptr);
+      continue;
+    }
+    const Value& v = graph.value(in);
+    ctx.input_types.push_back(&v.type);
+    ctx.input_values.push_back(v.data.get());
+  }
+  return ctx;
+}
+
+std::vector<TensorType> infer_output_types(const Graph& graph, const Node& node) {
+  if (node.is_opaque()) {
+    std::vector<TensorType> out;
+    for (ValueId v : node.outputs) out.push_back(graph.value(v).type);
+    return out;
+  }
+  const OpDef& def = *node.def;
+  OpContext ctx = make_context(graph, node);
+  auto n_in = static_cast<int>(node.inputs.size());
+  if (n_in < def.min_inputs || (def.max_inputs >= 0 && n_in > def.max_inputs)) {
+    ctx.fail(fmt::format(
+        "takes {} to {} inputs, got {}", def.min_inputs,
+        def.max_inputs < 0 ? std::string("any number of") : std::to_string(def.max_inputs), n_in));
+  }
+  for (int i = 0; i < def.min_inputs && i < n_in; ++i) {
+    if (node.inputs[static_cast<size_t>(i)] == kNoValue)
+      ctx.fail(fmt::format("input {} is required", i));
+  }
+  for (const auto& [name, value] : node.attrs.entries()) {
+    const AttrSpec* spec = def.find_attr(name);
+    if (!spec) continue;  // ONNX attributes eqfuse ignores are kept, not checked
+    bool int_as_float = spec->kind == AttrKind::Float && attr_kind(value) == AttrKind::Int;
+    if (attr_kind(value) != spec->kind && !int_as_float) {
+      ctx.fail(fmt::format("attribute '{}' should be of type {}, got {}", name,
+                           attr_kind_name(spec->kind), attr_kind_name(attr_kind(value))));
+    }
+  }
+  for (const AttrSpec& spec : def.attrs) {
+    if (spec.required && !node.attrs.has(spec.name)) {
+      ctx.fail(fmt::format("attribute '{}' is required", spec.name));
+    }
+  }
+  std::vector<TensorType> out = def.infer(ctx);
+  if (out.size() < node.outputs.size()) {
+    ctx.fail(fmt::format("has {} outputs, the op defines {}", node.outputs.size(), out.size()));
+  }
+  out.resize(node.outputs.size());
+  return out;
+}
+
+}  // namespace eqfuse::ir

@@ -1,0 +1,141 @@
+#pragma once
+// The op table: one entry per op kind, the single source of truth for what an op is. An entry
+// holds the op's attribute schema, its shape and dtype inference, the work it does (FLOPs and
+// bytes, read by the cost model), its fusion class, and its meaning: for elementwise ops a
+// scalar expression (ir/scalar_expr.h), for structured ops an index expression
+// (ir/index_expr.h), both read by the interpreter, the Z3 prover and the code generators; ops
+// that cannot be written so (LSTM, Resize) carry only a hand-written reference kernel.
+//
+// Semantics are those of ONNX opset 17. The frontend upgrades nodes of older opsets at import,
+// and turns constant "attribute-like" inputs (axes, split, pads, Clip's min/max, Slice's
+// starts/ends/axes/steps) into attributes, so rules match them as attributes; entries accept
+// both forms (see OpContext::ints_attr_or_input).
+//
+// Adding an op means adding one entry in the ir/ops/ file of its group.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/attribute.h"
+#include "ir/graph.h"
+
+namespace eqfuse::ir {
+
+struct ScalarExpr;  // ir/scalar_expr.h
+struct IndexExpr;   // ir/index_expr.h
+
+enum class FusionClass { Elementwise, Broadcast, Reduction, Contraction, Layout, Opaque };
+std::string_view fusion_class_name(FusionClass c);
+
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  std::optional<AttrValue> default_value;  // nullopt: required, or absence is meaningful
+  bool required = false;
+};
+
+struct OpDef;
+
+// What an op's inference, work count and kernel see of one node.
+struct OpContext {
+  const Node& node;
+  const OpDef& def;
+  std::vector<const TensorType*> input_types;  // nullptr: an omitted optional input
+  // During inference: the values of inputs that are known constants (nullptr elsewhere).
+  // In a kernel: every present input's value.
+  std::vector<const Tensor*> input_values;
+
+  size_t num_inputs() const { return input_types.size(); }
+  bool has_input(size_t i) const { return i < input_types.size() && input_types[i] != nullptr; }
+  const TensorType& input_type(size_t i) const;  // Error naming the node if absent
+  const Tensor* input_value(size_t i) const {
+    return i < input_values.size() ? input_values[i] : nullptr;
+  }
+
+  // Attribute getters that apply the schema's default; Error naming node and attribute when the
+  // attribute is required and absent or has the wrong type.
+  int64_t attr_int(std::string_view name) const;
+  double attr_float(std::string_view name) const;
+  std::string attr_string(std::string_view name) const;
+  std::vector<int64_t> attr_ints(std::string_view name) const;
+  std::vector<double> attr_floats(std::string_view name) const;
+  bool has_attr(std::string_view name) const { return node.attrs.has(name); }
+  // An integer list given either as attribute `attr` (older opsets, or after the frontend's
+  // normalization) or as constant input `input` (newer opsets); nullopt when neither is known.
+  std::optional<std::vector<int64_t>> ints_attr_or_input(std::string_view attr, size_t input) const;
+
+  // "Conv 'conv1'": for error messages.
+  std::string label() const;
+  [[noreturn]] void fail(const std::string& message) const;  // Error prefixed with label()
+};
+
+// What one execution of a node touches, for the cost model: FLOPs counted as in the
+// literature (a multiply-add is 2), bytes of the data really read and written.
+struct OpWork {
+  double flops = 0;
+  double bytes_read = 0;
+  double bytes_written = 0;
+};
+
+struct OpDef {
+  std::string name;    // the ONNX op type, also the op's name in rule files
+  std::string domain;  // "" for the default ONNX domain
+  int min_inputs = 1;
+  int max_inputs = 1;  // -1: variadic
+  int min_outputs = 1;
+  int max_outputs = 1;
+  std::vector<AttrSpec> attrs;
+  FusionClass fusion = FusionClass::Opaque;
+
+  // Output types from input types, attributes and known constant inputs. Throws Error
+  // (via OpContext::fail) on inconsistent inputs.
+  std::function<std::vector<TensorType>(const OpContext&)> infer;
+  // Work of one execution given the inferred output types (static shapes).
+  std::function<OpWork(const OpContext&, const std::vector<TensorType>&)> work;
+  // Reference kernel: computes every output from ctx.input_values.
+  std::function<std::vector<Tensor>(const OpContext&)> kernel;
+
+  // The op's meaning, where it can be written as an expression (see file comment).
+  std::shared_ptr<const ScalarExpr> scalar;
+  std::shared_ptr<const IndexExpr> index;
+
+  const AttrSpec* find_attr(std::string_view attr) const;
+};
+
+// The entry for an op type, or nullptr when the table lacks it (the node stays opaque).
+const OpDef* find_op(std::string_view op_type, std::string_view domain = "");
+// Every entry, sorted by name.
+const std::vector<const OpDef*>& all_ops();
+
+// Builds the context of `node` as it sits in `graph` (types of its inputs, values of its
+// constant inputs: weights with in-memory data).
+OpContext make_context(const Graph& graph, const Node& node);
+// Infers the output types of a node whose inputs are typed; checks arity and attribute types.
+// Throws Error naming the node. Opaque nodes keep the types already on their outputs.
+std::vector<TensorType> infer_output_types(const Graph& graph, const Node& node);
+
+// Registration of each op group (ir/ops/*.cpp); called once by the table.
+class OpTableBuilder {
+ public:
+  void add(OpDef def);
+  std::vector<OpDef>& defs() { return defs_; }
+
+ private:
+  std::vector<OpDef> defs_;
+};
+void register_elementwise_ops(OpTableBuilder& table);    // ops/elementwise.cpp
+void register_contraction_ops(OpTableBuilder& table);    // ops/contraction.cpp: MatMul Gemm
+void register_reduction_ops(OpTableBuilder& table);      // ops/reduction.cpp: Reduce* Arg* Softmax
+void register_normalization_ops(OpTableBuilder& table);  // ops/normalization.cpp
+void register_conv_ops(OpTableBuilder& table);           // ops/conv.cpp: Conv ConvTranspose
+void register_pooling_ops(OpTableBuilder& table);        // ops/pooling.cpp
+void register_layout_ops(OpTableBuilder& table);         // ops/layout.cpp
+void register_indexing_ops(OpTableBuilder& table);       // ops/indexing.cpp
+void register_generator_ops(OpTableBuilder& table);      // ops/generator.cpp
+void register_resize_ops(OpTableBuilder& table);         // ops/resize.cpp
+void register_recurrent_ops(OpTableBuilder& table);      // ops/recurrent.cpp
+
+}  // namespace eqfuse::ir

@@ -1,0 +1,8 @@
+// Op group "conv": see ir/op_table.h. Entries are added as the group is written.
+#include "ir/op_table.h"
+
+namespace eqfuse::ir {
+
+void register_conv_ops(OpTableBuilder& /*table*/) {}
+
+}  // namespace eqfuse::ir
