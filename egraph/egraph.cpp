@@ -1,0 +1,306 @@
+#include "egraph/egraph.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace eqfuse::egraph {
+namespace {
+
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  h = (h ^ v) * 0x9E3779B97F4A7C15ULL;
+  return h ^ (h >> 29);
+}
+
+inline NodeId entry_node(uint64_t e) {
+  return static_cast<NodeId>(e);
+}
+inline uint32_t entry_hash(uint64_t e) {
+  return static_cast<uint32_t>(e >> 32);
+}
+constexpr uint64_t kEmpty = kNoId;
+
+// Children of a node being added, canonicalized; inline for the usual small arities.
+struct ChildBuffer {
+  EClassId inline_[8];
+  std::vector<EClassId> heap;
+  EClassId* data = inline_;
+  void resize(size_t n) {
+    if (n > 8) {
+      heap.resize(n);
+      data = heap.data();
+    }
+  }
+};
+
+}  // namespace
+
+uint32_t EGraph::hash_node(Symbol op, AttrId attrs, std::span<const EClassId> children) const {
+  uint64_t h = mix(0x243F6A8885A308D3ULL, (uint64_t(op) << 32) | attrs);
+  h = mix(h, children.size());
+  for (EClassId c : children) h = mix(h, c);
+  return static_cast<uint32_t>(h >> 32) ^ static_cast<uint32_t>(h);
+}
+
+bool EGraph::node_equals(NodeId n, Symbol op, AttrId attrs,
+                         std::span<const EClassId> children) const {
+  if (ops_[n] != op || attrs_[n] != attrs) return false;
+  uint32_t begin = child_begin_[n];
+  if (child_begin_[n + 1] - begin != children.size()) return false;
+  return children.empty() ||
+         std::memcmp(children_.data() + begin, children.data(), children.size() * 4) == 0;
+}
+
+void EGraph::grow_table() {
+  size_t capacity = std::max<size_t>(1024, table_.size());
+  while (capacity * 5 < (live_nodes_ + 1) * 10) capacity *= 2;  // load <= 0.5 after rehash
+  std::vector<uint64_t> old;
+  old.swap(table_);
+  table_.assign(capacity, kEmpty);
+  table_used_ = 0;
+  size_t mask = capacity - 1;
+  // Re-insert live nodes only: entries left behind by nodes canonicalized in place are dropped.
+  for (uint64_t e : old) {
+    NodeId n = entry_node(e);
+    if (n == kNoId || dead_[n]) continue;
+    uint32_t h = hash_node(ops_[n], attrs_[n], children(n));
+    size_t i = h & mask;
+    while (entry_node(table_[i]) != kNoId) {
+      if (entry_node(table_[i]) == n) goto next;  // a node listed twice (stale + current)
+      i = (i + 1) & mask;
+    }
+    table_[i] = (uint64_t(h) << 32) | n;
+    ++table_used_;
+  next:;
+  }
+}
+
+NodeId EGraph::find_or_insert(Symbol op, AttrId attrs, std::span<const EClassId> children,
+                              NodeId n) {
+  if ((table_used_ + 1) * 4 > table_.size() * 3) grow_table();
+  uint32_t h = hash_node(op, attrs, children);
+  size_t mask = table_.size() - 1;
+  size_t i = h & mask;
+  for (;;) {
+    uint64_t e = table_[i];
+    NodeId m = entry_node(e);
+    if (m == kNoId) break;
+    if (entry_hash(e) == h && node_equals(m, op, attrs, children)) return m;
+    i = (i + 1) & mask;
+  }
+  if (n != kNoId) {
+    table_[i] = (uint64_t(h) << 32) | n;
+    ++table_used_;
+  }
+  return kNoId;
+}
+
+EClassId EGraph::lookup(Symbol op, AttrId attrs, std::span<const EClassId> children) const {
+  if (table_.empty()) return kNoId;
+  ChildBuffer buf;
+  buf.resize(children.size());
+  for (size_t i = 0; i < children.size(); ++i) buf.data[i] = find(children[i]);
+  std::span<const EClassId> canon(buf.data, children.size());
+  uint32_t h = hash_node(op, attrs, canon);
+  size_t mask = table_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    uint64_t e = table_[i];
+    NodeId m = entry_node(e);
+    if (m == kNoId) return kNoId;
+    if (entry_hash(e) == h && node_equals(m, op, attrs, canon)) return find(m);
+  }
+}
+
+void EGraph::link_parent_slot(uint32_t slot, EClassId child) {
+  uint32_t& head = parent_head_[child];
+  if (head == kNoId) {
+    head = slot;
+    slot_next_[slot] = slot;
+  } else {
+    slot_next_[slot] = slot_next_[head];
+    slot_next_[head] = slot;
+  }
+}
+
+EClassId EGraph::add(Symbol op, AttrId attrs, std::span<const EClassId> children) {
+  ChildBuffer buf;
+  buf.resize(children.size());
+  for (size_t i = 0; i < children.size(); ++i) buf.data[i] = unionfind_.find_mut(children[i]);
+  std::span<const EClassId> canon(buf.data, children.size());
+  NodeId n = static_cast<NodeId>(ops_.size());
+  NodeId existing = find_or_insert(op, attrs, canon, n);
+  if (existing != kNoId) return unionfind_.find_mut(existing);
+
+  ops_.push_back(op);
+  attrs_.push_back(attrs);
+  uint32_t begin = static_cast<uint32_t>(children_.size());
+  children_.insert(children_.end(), canon.begin(), canon.end());
+  child_begin_.push_back(static_cast<uint32_t>(children_.size()));
+  dead_.push_back(0);
+  slot_next_.resize(children_.size());
+  slot_node_.resize(children_.size(), n);
+  parent_head_.push_back(kNoId);
+  unionfind_.make_set();
+  for (uint32_t s = begin; s < children_.size(); ++s) link_parent_slot(s, children_[s]);
+  ++live_nodes_;
+  ++num_classes_;
+  clean_ = false;
+  if (analysis_) {
+    analysis_->make(*this, n);
+    analysis_->modify(*this, n);
+  }
+  return n;
+}
+
+void EGraph::push_parents(EClassId c, std::vector<NodeId>& out) const {
+  uint32_t head = parent_head_[c];
+  if (head == kNoId) return;
+  uint32_t s = head;
+  do {
+    NodeId p = slot_node_[s];
+    if (!dead_[p]) out.push_back(p);
+    s = slot_next_[s];
+  } while (s != head);
+}
+
+bool EGraph::merge(EClassId a, EClassId b) {
+  a = unionfind_.find_mut(a);
+  b = unionfind_.find_mut(b);
+  if (a == b) return false;
+  auto [root, absorbed] = unionfind_.unite_roots(a, b);
+  // The absorbed class's parents now hold a non-canonical child: repair them in rebuild.
+  push_parents(absorbed, pending_);
+  uint32_t& ha = parent_head_[root];
+  uint32_t hb = parent_head_[absorbed];
+  if (hb != kNoId) {
+    if (ha == kNoId) {
+      ha = hb;
+    } else {
+      std::swap(slot_next_[ha], slot_next_[hb]);
+    }
+  }
+  parent_head_[absorbed] = kNoId;
+  --num_classes_;
+  clean_ = false;
+  if (analysis_) {
+    DidMerge did = analysis_->merge(root, absorbed);
+    if (did.into_changed || did.from_changed) push_parents(root, analysis_pending_);
+    if (did.into_changed) modify_pending_.push_back(root);
+  }
+  return true;
+}
+
+size_t EGraph::rebuild() {
+  size_t merges = 0;
+  ChildBuffer buf;
+  while (!pending_.empty() || !analysis_pending_.empty() || !modify_pending_.empty()) {
+    while (!pending_.empty()) {
+      NodeId n = pending_.back();
+      pending_.pop_back();
+      if (dead_[n]) continue;
+      uint32_t begin = child_begin_[n], end = child_begin_[n + 1];
+      bool changed = false;
+      for (uint32_t s = begin; s < end; ++s) {
+        EClassId c = unionfind_.find_mut(children_[s]);
+        changed |= c != children_[s];
+        children_[s] = c;
+      }
+      if (!changed) continue;  // already repaired (listed twice)
+      std::span<const EClassId> canon(children_.data() + begin, end - begin);
+      NodeId m = find_or_insert(ops_[n], attrs_[n], canon, n);
+      if (m != kNoId && m != n) {
+        // Congruence: n now equals m. Keep m, retire n.
+        dead_[n] = 1;
+        --live_nodes_;
+        if (merge(m, n)) ++merges;
+      }
+    }
+    while (!analysis_pending_.empty() && pending_.empty()) {
+      NodeId n = analysis_pending_.back();
+      analysis_pending_.pop_back();
+      if (dead_[n]) continue;
+      EClassId c = unionfind_.find_mut(n);
+      if (analysis_->join(*this, c, n)) {
+        push_parents(c, analysis_pending_);
+        modify_pending_.push_back(c);
+      }
+    }
+    if (pending_.empty() && analysis_pending_.empty()) {
+      std::vector<EClassId> todo;
+      todo.swap(modify_pending_);
+      for (EClassId c : todo) analysis_->modify(*this, unionfind_.find_mut(c));
+    }
+  }
+  // Repairs above only re-hash nodes whose children changed; ones that stayed live but sit
+  // under stale hashes are harmless (lookups compare content), and grow_table drops them.
+  build_indexes();
+  clean_ = true;
+  return merges;
+}
+
+void EGraph::build_indexes() {
+  unionfind_.compress_all();
+  const size_t n_nodes = ops_.size();
+  Symbol max_op = 0;
+  for (NodeId n = 0; n < n_nodes; ++n)
+    if (!dead_[n]) max_op = std::max(max_op, ops_[n]);
+  // Counting sort of live nodes by op, then a stable counting sort by class: each class's nodes
+  // come out sorted by (op, NodeId).
+  std::vector<uint32_t> by_op_begin(max_op + 2, 0);
+  for (NodeId n = 0; n < n_nodes; ++n)
+    if (!dead_[n]) ++by_op_begin[ops_[n] + 1];
+  for (size_t i = 1; i < by_op_begin.size(); ++i) by_op_begin[i] += by_op_begin[i - 1];
+  std::vector<NodeId> by_op(live_nodes_);
+  for (NodeId n = 0; n < n_nodes; ++n)
+    if (!dead_[n]) by_op[by_op_begin[ops_[n]]++] = n;
+
+  class_begin_.assign(n_nodes + 1, 0);
+  for (NodeId n : by_op) ++class_begin_[unionfind_.find(n) + 1];
+  class_list_.clear();
+  class_list_.reserve(num_classes_);
+  for (size_t c = 0; c < n_nodes; ++c) {
+    if (class_begin_[c + 1] != 0) class_list_.push_back(static_cast<EClassId>(c));
+    class_begin_[c + 1] += class_begin_[c];
+  }
+  class_nodes_.resize(live_nodes_);
+  {
+    std::vector<uint32_t> cursor(class_begin_.begin(), class_begin_.end() - 1);
+    for (NodeId n : by_op) class_nodes_[cursor[unionfind_.find(n)]++] = n;
+  }
+  by_op.clear();
+  by_op.shrink_to_fit();
+
+  // op -> classes: walk classes in order, each distinct op of a class once.
+  op_begin_.assign(max_op + 2, 0);
+  for (EClassId c : class_list_) {
+    Symbol last = kNoId;
+    for (NodeId n : class_nodes(c))
+      if (ops_[n] != last) ++op_begin_[(last = ops_[n]) + 1];
+  }
+  for (size_t i = 1; i < op_begin_.size(); ++i) op_begin_[i] += op_begin_[i - 1];
+  op_classes_.resize(op_begin_.back());
+  std::vector<uint32_t> cursor(op_begin_.begin(), op_begin_.end() - 1);
+  for (EClassId c : class_list_) {
+    Symbol last = kNoId;
+    for (NodeId n : class_nodes(c))
+      if (ops_[n] != last) op_classes_[cursor[last = ops_[n]]++] = c;
+  }
+}
+
+void EGraph::reserve(size_t nodes) {
+  ops_.reserve(nodes);
+  attrs_.reserve(nodes);
+  child_begin_.reserve(nodes + 1);
+  dead_.reserve(nodes);
+  parent_head_.reserve(nodes);
+  unionfind_.reserve(nodes);
+}
+
+size_t EGraph::memory_bytes() const {
+  auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  return bytes(ops_) + bytes(attrs_) + bytes(child_begin_) + bytes(children_) + bytes(dead_) +
+         bytes(slot_next_) + bytes(slot_node_) + bytes(parent_head_) + unionfind_.memory_bytes() +
+         bytes(table_) + bytes(pending_) + bytes(analysis_pending_) + bytes(class_list_) +
+         bytes(class_begin_) + bytes(class_nodes_) + bytes(op_begin_) + bytes(op_classes_);
+}
+
+}  // namespace eqfuse::egraph
