@@ -1,0 +1,245 @@
+#include "frontend/onnx_export.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <set>
+#include <unordered_set>
+
+#include "frontend/attributes.h"
+#include "frontend/tensor_proto.h"
+#include "support/error.h"
+
+namespace eqfuse::frontend {
+
+namespace fs = std::filesystem;
+using ir::Graph;
+using ir::ValueId;
+
+namespace {
+
+constexpr int kOpset = 17;
+
+// Names the subgraphs of an opaque node read from the enclosing graph.
+void free_names(const onnx::GraphProto& g, std::set<std::string>& out) {
+  std::unordered_set<std::string> defined;
+  for (const auto& v : g.input()) defined.insert(v.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& n : g.node()) {
+    for (const auto& o : n.output()) defined.insert(o);
+  }
+  std::set<std::string> used;
+  for (const auto& n : g.node()) {
+    for (const auto& i : n.input()) used.insert(i);
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) free_names(a.g(), used);
+      for (const auto& s : a.graphs()) free_names(s, used);
+    }
+  }
+  for (const auto& o : g.output()) used.insert(o.name());
+  for (const auto& name : used) {
+    if (!name.empty() && !defined.count(name)) out.insert(name);
+  }
+}
+
+class Exporter {
+ public:
+  Exporter(const Graph& g, fs::path model_dir) : g_(g), model_dir_(std::move(model_dir)) {}
+  onnx::ModelProto run();
+
+ private:
+  void add_weight(ValueId id);
+  void add_node(const ir::Node& node);
+  std::string constant_input(const std::string& base, ir::Tensor value);
+
+  const Graph& g_;
+  fs::path model_dir_;
+  onnx::ModelProto model_;
+  onnx::GraphProto* graph_ = nullptr;
+  std::unordered_set<std::string> used_names_;
+};
+
+std::string Exporter::constant_input(const std::string& base, ir::Tensor value) {
+  std::string name = base;
+  for (int k = 1; used_names_.count(name) || g_.find_value(name); ++k) {
+    name = fmt::format("{}_{}", base, k);
+  }
+  used_names_.insert(name);
+  *graph_->add_initializer() = tensor_to_proto(value, name);
+  return name;
+}
+
+void Exporter::add_weight(ValueId id) {
+  const ir::Value& v = g_.value(id);
+  if (v.data) {
+    *graph_->add_initializer() = tensor_to_proto(*v.data, v.name);
+    return;
+  }
+  const ir::ExternalData& ext = *v.external;
+  fs::path rel = ext.file.lexically_relative(fs::absolute(model_dir_)).lexically_normal();
+  bool inside = !rel.empty() && *rel.begin() != "..";
+  if (!inside && fs::exists(ext.file)) {
+    *graph_->add_initializer() = tensor_to_proto(*g_.weight_data(id), v.name);
+    return;
+  }
+  onnx::TensorProto& t = *graph_->add_initializer();
+  t.set_name(v.name);
+  t.set_data_type(dtype_to_onnx(v.type.dtype));
+  for (int64_t d : v.type.shape.static_dims()) t.add_dims(d);
+  t.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add = [&](const char* key, const std::string& value) {
+    auto* kv = t.add_external_data();
+    kv->set_key(key);
+    kv->set_value(value);
+  };
+  add("location", rel.empty() ? ext.file.string() : rel.generic_string());
+  add("offset", std::to_string(ext.offset));
+  if (ext.length) add("length", std::to_string(*ext.length));
+}
+
+void Exporter::add_node(const ir::Node& node) {
+  onnx::NodeProto& out = *graph_->add_node();
+  out.set_name(node.name);
+  out.set_op_type(node.op_type);
+  if (!node.domain.empty()) out.set_domain(node.domain);
+  std::vector<std::string> inputs;
+  for (ValueId in : node.inputs) inputs.push_back(in == ir::kNoValue ? "" : g_.value(in).name);
+  ir::Attributes attrs = node.attrs;
+  const std::string base = node.name.empty() ? g_.value(node.outputs.at(0)).name : node.name;
+  const bool onnx_op = node.domain.empty() || node.domain == "ai.onnx";
+
+  // Opset 17 takes these as inputs; the IR holds them as attributes when constant.
+  auto set_input = [&](size_t index, const std::string& name) {
+    if (inputs.size() <= index) inputs.resize(index + 1, "");
+    inputs[index] = name;
+  };
+  auto ints_to_input = [&](const char* attr, size_t index) {
+    if (auto v = attrs.ints_if_present(attr)) {
+      set_input(index, constant_input(base + "_" + attr,
+                                      ir::Tensor::from_vector(
+                                          ir::DType::i64, {static_cast<int64_t>(v->size())}, *v)));
+      attrs.erase(attr);
+    }
+  };
+  if (onnx_op) {
+    const std::string& op = node.op_type;
+    if (op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum") {
+      ints_to_input("axes", 1);
+    } else if (op == "Split") {
+      ints_to_input("split", 1);
+    } else if (op == "Pad") {
+      ints_to_input("pads", 1);
+    } else if (op == "Slice") {
+      ints_to_input("starts", 1);
+      ints_to_input("ends", 2);
+      ints_to_input("axes", 3);
+      ints_to_input("steps", 4);
+    } else if (op == "Clip") {
+      ir::DType dtype = g_.value(node.inputs.at(0)).type.dtype;
+      const char* names[] = {"min", "max"};
+      for (size_t i = 0; i < 2; ++i) {
+        if (!attrs.has(names[i])) continue;
+        double value = attrs.get_float(names[i], 0.0);
+        set_input(i + 1, constant_input(base + "_" + names[i],
+                                        ir::Tensor::from_doubles(dtype, {}, {value})));
+        attrs.erase(names[i]);
+      }
+    }
+  }
+  while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
+  for (const auto& in : inputs) out.add_input(in);
+  for (ValueId o : node.outputs) out.add_output(g_.value(o).name);
+  for (const auto& [name, value] : attrs.entries()) {
+    if (onnx_op && !schema_has_attribute(node.op_type, "", kOpset, name)) continue;
+    *out.add_attribute() = attr_to_proto(name, value);
+  }
+}
+
+onnx::ModelProto Exporter::run() {
+  model_.set_ir_version(8);
+  model_.set_producer_name("eqfuse");
+  model_.set_producer_version("0.1.0");
+  auto* opset = model_.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  for (const auto& [domain, version] : g_.opsets) {
+    if (domain.empty() || domain == "ai.onnx") continue;
+    auto* o = model_.add_opset_import();
+    o->set_domain(domain);
+    o->set_version(version);
+  }
+  graph_ = model_.mutable_graph();
+  graph_->set_name(g_.name);
+
+  // Weights that something reads: node inputs, graph outputs, names read by subgraphs.
+  std::set<ValueId> used;
+  std::set<std::string> outer_names;
+  for (const ir::Node& node : g_.nodes()) {
+    for (ValueId in : node.inputs) {
+      if (in != ir::kNoValue) used.insert(in);
+    }
+    for (const auto& [name, value] : node.attrs.entries()) {
+      const auto* opaque = std::get_if<ir::OpaqueAttribute>(&value);
+      if (!opaque) continue;
+      onnx::AttributeProto proto;
+      if (!proto.ParseFromString(opaque->serialized)) continue;
+      if (proto.has_g()) free_names(proto.g(), outer_names);
+      for (const auto& sub : proto.graphs()) free_names(sub, outer_names);
+    }
+  }
+  for (ValueId out : g_.outputs()) used.insert(out);
+  for (const auto& name : outer_names) {
+    if (auto id = g_.find_value(name)) used.insert(*id);
+  }
+  for (ValueId in : g_.inputs()) {
+    onnx::ValueInfoProto& vi = *graph_->add_input();
+    vi.set_name(g_.value(in).name);
+    type_to_proto(g_.value(in).type, vi.mutable_type());
+  }
+  for (ValueId id = 0; id < g_.values().size(); ++id) {
+    if (g_.value(id).is_weight() && used.count(id)) add_weight(id);
+  }
+  for (const ir::Node& node : g_.nodes()) add_node(node);
+  std::unordered_set<ValueId> outputs(g_.outputs().begin(), g_.outputs().end());
+  for (ValueId out : g_.outputs()) {
+    onnx::ValueInfoProto& vi = *graph_->add_output();
+    vi.set_name(g_.value(out).name);
+    type_to_proto(g_.value(out).type, vi.mutable_type());
+  }
+  for (const ir::Node& node : g_.nodes()) {
+    for (ValueId o : node.outputs) {
+      const ir::Value& v = g_.value(o);
+      if (outputs.count(o) || !v.type.shape.has_rank()) continue;
+      onnx::ValueInfoProto& vi = *graph_->add_value_info();
+      vi.set_name(v.name);
+      type_to_proto(v.type, vi.mutable_type());
+    }
+  }
+  return std::move(model_);
+}
+
+}  // namespace
+
+onnx::ModelProto export_model_proto(const Graph& graph, const fs::path& model_dir) {
+  return Exporter(graph, model_dir).run();
+}
+
+std::string export_onnx_bytes(const Graph& graph, const fs::path& model_dir) {
+  std::string bytes;
+  if (!export_model_proto(graph, model_dir).SerializeToString(&bytes)) {
+    throw Error("export: the model is too large to serialize (over 2 GB)",
+                Error::Kind::Unsupported);
+  }
+  return bytes;
+}
+
+void export_onnx(const Graph& graph, const fs::path& file) {
+  fs::path dir = fs::absolute(file).parent_path();
+  std::string bytes = export_onnx_bytes(graph, dir);
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(fmt::format("{}: cannot write the file", file.string()));
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw Error(fmt::format("{}: write failed", file.string()));
+}
+
+}  // namespace eqfuse::frontend
