@@ -1,0 +1,213 @@
+#include "cost/cost_model.h"
+
+#include <algorithm>
+#include <array>
+
+#include "cost/shape_binding.h"
+#include "cost/wave_quantization.h"
+#include "support/error.h"
+
+namespace eqfuse::cost {
+
+std::string_view bound_name(Bound b) {
+  switch (b) {
+    case Bound::Compute:
+      return "compute";
+    case Bound::Memory:
+      return "memory";
+    case Bound::Launch:
+      return "launch";
+    case Bound::Free:
+      return "free";
+  }
+  return "?";
+}
+
+bool folds_into_indexing(std::string_view op_type) {
+  static constexpr std::array<std::string_view, 9> kFolded = {"Reshape",   "Flatten",  "Squeeze",
+                                                              "Unsqueeze", "Identity", "Dropout",
+                                                              "Constant",  "Shape",    "Size"};
+  return std::find(kFolded.begin(), kFolded.end(), op_type) != kFolded.end();
+}
+
+namespace {
+
+double numel(const ir::TensorType& t) {
+  return static_cast<double>(t.shape.numel().value_or(1));
+}
+
+double bytes_of(const std::vector<ir::TensorType>& types) {
+  double total = 0;
+  for (const ir::TensorType& t : types) total += numel(t) * ir::dtype_size(t.dtype);
+  return total;
+}
+
+// Work of an entry with no work count yet: every input read once, every output written once,
+// one FLOP per output element for arithmetic classes.
+ir::OpWork estimated_work(ir::FusionClass fusion, const std::vector<ir::TensorType>& inputs,
+                          const std::vector<ir::TensorType>& outputs) {
+  ir::OpWork w;
+  w.bytes_read = bytes_of(inputs);
+  w.bytes_written = bytes_of(outputs);
+  bool arithmetic = fusion == ir::FusionClass::Elementwise ||
+                    fusion == ir::FusionClass::Broadcast || fusion == ir::FusionClass::Reduction;
+  if (arithmetic) {
+    for (const ir::TensorType& t : outputs) w.flops += numel(t);
+  }
+  return w;
+}
+
+}  // namespace
+
+CostModel::CostModel(DeviceProfile profile, CostOptions options)
+    : profile_(std::move(profile)), options_(std::move(options)) {}
+
+double CostModel::peak_for(ir::FusionClass fusion, ir::DType dtype) const {
+  const DeviceProfile& p = profile_;
+  if (fusion == ir::FusionClass::Contraction) {
+    switch (dtype) {
+      case ir::DType::f16:
+        return p.fp16_tensor;
+      case ir::DType::bf16:
+        return p.bf16_tensor;
+      case ir::DType::f64:
+        return p.fp64_tensor;
+      case ir::DType::i8:
+      case ir::DType::u8:
+        return p.int8_tensor;
+      case ir::DType::f32:
+        return options_.allow_tf32 ? p.tf32_tensor : p.fp32;
+      default:
+        return p.fp32;
+    }
+  }
+  return dtype == ir::DType::f64 ? p.fp64 : p.fp32;
+}
+
+double CostModel::efficiency_for(ir::FusionClass fusion) const {
+  const Efficiency& e = profile_.efficiency;
+  switch (fusion) {
+    case ir::FusionClass::Contraction:
+      return e.contraction;
+    case ir::FusionClass::Reduction:
+      return e.reduction;
+    case ir::FusionClass::Opaque:
+      return e.opaque;
+    case ir::FusionClass::Elementwise:
+    case ir::FusionClass::Broadcast:
+    case ir::FusionClass::Layout:
+      return e.elementwise;
+  }
+  return e.elementwise;
+}
+
+NodeCost CostModel::kernel_cost(double flops, double bytes, double peak, double compute_efficiency,
+                                double wave) const {
+  NodeCost c;
+  c.flops = flops;
+  c.bytes = bytes;
+  c.peak = peak;
+  c.launch_seconds = profile_.launch_overhead;
+  double throughput = peak * std::clamp(compute_efficiency, 0.0, 1.0) * std::clamp(wave, 0.0, 1.0);
+  c.compute_seconds = flops > 0 ? flops / throughput : 0;
+  c.memory_seconds =
+      bytes > 0 ? bytes / (profile_.memory_bandwidth * profile_.efficiency.bandwidth) : 0;
+  double roofline = std::max(c.compute_seconds, c.memory_seconds);
+  c.seconds = c.launch_seconds + roofline;
+  if (c.launch_seconds > roofline) {
+    c.bound = Bound::Launch;
+  } else {
+    c.bound = c.compute_seconds > c.memory_seconds ? Bound::Compute : Bound::Memory;
+  }
+  return c;
+}
+
+NodeCost CostModel::node_cost(const ir::OpContext& ctx,
+                              const std::vector<ir::TensorType>& outputs) const {
+  if (folds_into_indexing(ctx.node.op_type)) return NodeCost{};
+  DimBindings bindings{&options_.dim_bindings, options_.default_dim};
+
+  std::vector<ir::TensorType> inputs;  // present inputs, bound
+  std::vector<ir::TensorType> storage(ctx.input_types.size());
+  std::vector<const ir::TensorType*> input_ptrs(ctx.input_types.size(), nullptr);
+  for (size_t i = 0; i < ctx.input_types.size(); ++i) {
+    if (!ctx.input_types[i]) continue;
+    storage[i] = bind_type(*ctx.input_types[i], bindings);
+    input_ptrs[i] = &storage[i];
+    inputs.push_back(storage[i]);
+  }
+  ir::OpContext bound{ctx.node, ctx.def, input_ptrs, ctx.input_values};
+
+  std::vector<ir::TensorType> outs;
+  bool all_static = true;
+  for (const ir::TensorType& t : outputs) {
+    all_static = all_static && t.shape.is_static();
+    outs.push_back(bind_type(t, bindings));
+  }
+  if (!all_static && ctx.def.infer) {
+    // Output dims that were dynamic follow from the bound inputs more faithfully than from the
+    // default binding; keep the bound types when inference cannot say.
+    try {
+      std::vector<ir::TensorType> inferred = ctx.def.infer(bound);
+      if (inferred.size() >= outs.size()) {
+        inferred.resize(outs.size());
+        bool ok = std::all_of(inferred.begin(), inferred.end(),
+                              [](const ir::TensorType& t) { return t.shape.is_static(); });
+        if (ok) outs = std::move(inferred);
+      }
+    } catch (const Error&) {
+    }
+  }
+
+  ir::FusionClass fusion = ctx.def.fusion;
+  ir::OpWork w = ctx.def.work ? ctx.def.work(bound, outs) : estimated_work(fusion, inputs, outs);
+  ir::DType dtype =
+      !inputs.empty() ? inputs[0].dtype : (!outs.empty() ? outs[0].dtype : ir::DType::f32);
+  double wave = 1.0;
+  if (fusion == ir::FusionClass::Contraction) {
+    if (auto tiles = gemm_output_tiles(bound, outs, profile_.gemm_tile_m, profile_.gemm_tile_n))
+      wave = wave_efficiency(*tiles, profile_.sm_count);
+  }
+  return kernel_cost(w.flops, w.bytes_read + w.bytes_written, peak_for(fusion, dtype),
+                     efficiency_for(fusion), wave);
+}
+
+NodeCost CostModel::opaque_cost(const std::string& op_type,
+                                const std::vector<ir::TensorType>& inputs,
+                                const std::vector<ir::TensorType>& outputs) const {
+  if (folds_into_indexing(op_type)) return NodeCost{};
+  DimBindings bindings{&options_.dim_bindings, options_.default_dim};
+  double bytes = 0;
+  for (const ir::TensorType& t : inputs) bytes += bound_bytes(t, bindings);
+  for (const ir::TensorType& t : outputs) bytes += bound_bytes(t, bindings);
+  return kernel_cost(0, bytes, profile_.fp32, profile_.efficiency.opaque);
+}
+
+NodeCost CostModel::fused_kernel_cost(const FusedKernelWork& work) const {
+  return kernel_cost(work.flops, work.bytes_in + work.bytes_out, peak_for(work.fusion, work.dtype),
+                     efficiency_for(work.fusion));
+}
+
+NodeCost CostModel::node_cost(const ir::Graph& graph, const ir::Node& node) const {
+  std::vector<ir::TensorType> outputs;
+  for (ir::ValueId v : node.outputs) outputs.push_back(graph.value(v).type);
+  if (node.is_opaque()) {
+    std::vector<ir::TensorType> inputs;
+    for (ir::ValueId v : node.inputs)
+      if (v != ir::kNoValue) inputs.push_back(graph.value(v).type);
+    return opaque_cost(node.op_type, inputs, outputs);
+  }
+  return node_cost(ir::make_context(graph, node), outputs);
+}
+
+GraphCost CostModel::graph_cost(const ir::Graph& graph) const {
+  GraphCost total;
+  for (const ir::Node& node : graph.nodes()) {
+    NodeCost c = node_cost(graph, node);
+    total.seconds += c.seconds;
+    total.nodes.push_back({node.name, node.op_type, c});
+  }
+  return total;
+}
+
+}  // namespace eqfuse::cost

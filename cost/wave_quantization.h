@@ -1,0 +1,24 @@
+#pragma once
+// Wave quantization of GEMM-shaped kernels. A GEMM kernel cuts its output into tiles and runs
+// one tile per SM at a time; when the tile count is not a multiple of the SM count the last wave
+// leaves SMs idle, so a 133-tile GEMM on 132 SMs takes two full waves. Convolutions run as
+// implicit GEMMs and quantize the same way. Skinny and small GEMMs are where this matters,
+// and where a plain roofline is most optimistic.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "ir/op_table.h"
+
+namespace eqfuse::cost {
+
+// Output tiles of a MatMul, Gemm, Conv or ConvTranspose (`outputs` statically shaped); nullopt
+// for any other op.
+std::optional<int64_t> gemm_output_tiles(const ir::OpContext& ctx,
+                                         const std::vector<ir::TensorType>& outputs, int tile_m,
+                                         int tile_n);
+
+// tiles / (waves x SMs) with waves = ceil(tiles / SMs): the busy fraction of the SMs, in (0, 1].
+double wave_efficiency(int64_t tiles, int sm_count);
+
+}  // namespace eqfuse::cost

@@ -1,0 +1,287 @@
+// The cost model against roofline figures computed by hand from each device's published
+// figures (tests/cost/published_figures.h), for GEMM, convolution, elementwise, reduction,
+// layout, opaque and fused kernels on every shipped profile.
+#include "cost/cost_model.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+
+#include "tests/cost/published_figures.h"
+#include "tests/cost/test_ops.h"
+
+using namespace eqfuse;
+using cost::Bound;
+using cost::CostModel;
+using cost::DeviceProfile;
+using ir::DType;
+using test::one_node;
+using test::PublishedFigures;
+using test::test_ops;
+using test::type;
+
+namespace {
+
+// launch + max(FLOPs / (peak x eff x wave), bytes / (bandwidth x eff_bw)), in seconds.
+double roofline(const PublishedFigures& f, double flops, double peak_tflops, double eff,
+                double wave, double bytes) {
+  double compute = flops / (peak_tflops * 1e12 * eff * wave);
+  double memory = bytes / (f.bandwidth_gbps * 1e9 * f.eff_bandwidth);
+  return f.launch_us * 1e-6 + std::max(compute, memory);
+}
+
+double wave_of(long tiles, int sms) {
+  long waves = (tiles + sms - 1) / sms;
+  return static_cast<double>(tiles) / static_cast<double>(waves * sms);
+}
+
+CostModel model_for(const PublishedFigures& f, bool tf32 = false) {
+  cost::CostOptions options;
+  options.allow_tf32 = tf32;
+  return CostModel(DeviceProfile::load_builtin(f.name), options);
+}
+
+}  // namespace
+
+TEST_CASE("large f16 GEMM is compute-bound at the tensor-core peak, wave-quantized", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    auto g = one_node(&test_ops().matmul, "MatMul",
+                      {type(DType::f16, {8192, 8192}), type(DType::f16, {8192, 8192})},
+                      {type(DType::f16, {8192, 8192})});
+    cost::NodeCost c = model_for(f).node_cost(g->graph, g->node());
+    double flops = 2.0 * 8192 * 8192 * 8192;
+    double bytes = 3.0 * 8192 * 8192 * 2;
+    double wave = wave_of(64 * 64, f.sms);  // 128x128 tiles
+    CHECK(c.flops == Approx(flops));
+    CHECK(c.bytes == Approx(bytes));
+    CHECK(c.seconds == Approx(roofline(f, flops, f.fp16_tflops, f.eff_contraction, wave, bytes)));
+    CHECK(c.bound == Bound::Compute);
+  }
+}
+
+TEST_CASE("skinny f16 GEMM (matrix-vector) is memory-bound", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    auto g = one_node(&test_ops().matmul, "MatMul",
+                      {type(DType::f16, {1, 8192}), type(DType::f16, {8192, 8192})},
+                      {type(DType::f16, {1, 8192})});
+    cost::NodeCost c = model_for(f).node_cost(g->graph, g->node());
+    double flops = 2.0 * 8192 * 8192;
+    double bytes = (8192.0 + 8192.0 * 8192 + 8192) * 2;
+    double wave = wave_of(1 * 64, f.sms);
+    CHECK(c.seconds == Approx(roofline(f, flops, f.fp16_tflops, f.eff_contraction, wave, bytes)));
+    CHECK(c.bound == Bound::Memory);
+  }
+}
+
+TEST_CASE("f32 GEMM uses the FP32 peak unless TF32 is allowed", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    auto g = one_node(&test_ops().matmul, "MatMul",
+                      {type(DType::f32, {4096, 4096}), type(DType::f32, {4096, 4096})},
+                      {type(DType::f32, {4096, 4096})});
+    double flops = 2.0 * 4096 * 4096 * 4096;
+    double bytes = 3.0 * 4096 * 4096 * 4;
+    double wave = wave_of(32 * 32, f.sms);
+    cost::NodeCost fp32 = model_for(f).node_cost(g->graph, g->node());
+    cost::NodeCost tf32 = model_for(f, true).node_cost(g->graph, g->node());
+    CHECK(fp32.seconds ==
+          Approx(roofline(f, flops, f.fp32_tflops, f.eff_contraction, wave, bytes)));
+    CHECK(tf32.seconds ==
+          Approx(roofline(f, flops, f.tf32_tflops, f.eff_contraction, wave, bytes)));
+    CHECK(tf32.seconds < fp32.seconds);
+  }
+}
+
+TEST_CASE("batched MatMul quantizes over batch x tiles", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    auto g = one_node(&test_ops().matmul, "MatMul",
+                      {type(DType::bf16, {12, 384, 1024}), type(DType::bf16, {12, 1024, 384})},
+                      {type(DType::bf16, {12, 384, 384})});
+    cost::NodeCost c = model_for(f).node_cost(g->graph, g->node());
+    double flops = 2.0 * 12 * 384 * 384 * 1024;
+    double bytes = (12.0 * 384 * 1024 * 2 + 12.0 * 384 * 384) * 2;
+    double wave = wave_of(12 * 3 * 3, f.sms);
+    CHECK(c.seconds == Approx(roofline(f, flops, f.bf16_tflops, f.eff_contraction, wave, bytes)));
+  }
+}
+
+TEST_CASE("convolution is an implicit GEMM with wave quantization", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    // x [8,64,56,56] * w [128,64,3,3] (pad 1) -> [8,128,56,56], f16
+    auto g = one_node(&test_ops().conv, "Conv",
+                      {type(DType::f16, {8, 64, 56, 56}), type(DType::f16, {128, 64, 3, 3})},
+                      {type(DType::f16, {8, 128, 56, 56})});
+    cost::NodeCost c = model_for(f).node_cost(g->graph, g->node());
+    double flops = 2.0 * (8 * 128 * 56 * 56) * (64 * 3 * 3);
+    double bytes = (8.0 * 64 * 56 * 56 + 128 * 64 * 9 + 8.0 * 128 * 56 * 56) * 2;
+    // GEMM M = 8*56*56 = 25088 -> 196 tiles of 128; N = 128 -> 1 tile.
+    double wave = wave_of(196, f.sms);
+    CHECK(c.flops == Approx(flops));
+    CHECK(c.seconds == Approx(roofline(f, flops, f.fp16_tflops, f.eff_contraction, wave, bytes)));
+  }
+}
+
+TEST_CASE("grouped convolution quantizes one GEMM per group", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    ir::Attributes attrs;
+    attrs.set("group", int64_t{4});
+    auto g = one_node(&test_ops().conv, "Conv",
+                      {type(DType::f32, {1, 256, 14, 14}), type(DType::f32, {256, 64, 3, 3})},
+                      {type(DType::f32, {1, 256, 14, 14})}, attrs);
+    cost::NodeCost c = model_for(f).node_cost(g->graph, g->node());
+    double flops = 2.0 * (256 * 14 * 14) * (64 * 9);
+    double bytes = (256.0 * 196 + 256 * 64 * 9 + 256.0 * 196) * 4;
+    double wave = wave_of(4 * 2 * 1, f.sms);  // M = 196 -> 2 tiles, N = 64 -> 1, 4 groups
+    CHECK(c.seconds == Approx(roofline(f, flops, f.fp32_tflops, f.eff_contraction, wave, bytes)));
+  }
+}
+
+TEST_CASE("elementwise ops are memory-bound at the bandwidth; tiny ones launch-bound", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    auto big = one_node(&test_ops().relu, "Relu", {type(DType::f32, {64, 1024, 1024})},
+                        {type(DType::f32, {64, 1024, 1024})});
+    cost::NodeCost c = model_for(f).node_cost(big->graph, big->node());
+    double n = 64.0 * 1024 * 1024;
+    CHECK(c.seconds == Approx(roofline(f, n, f.fp32_tflops, f.eff_elementwise, 1, 8 * n)));
+    CHECK(c.bound == Bound::Memory);
+
+    auto tiny =
+        one_node(&test_ops().relu, "Relu", {type(DType::f32, {16})}, {type(DType::f32, {16})});
+    cost::NodeCost t = model_for(f).node_cost(tiny->graph, tiny->node());
+    CHECK(t.seconds == Approx(roofline(f, 16, f.fp32_tflops, f.eff_elementwise, 1, 128)));
+    CHECK(t.bound == Bound::Launch);
+  }
+}
+
+TEST_CASE("reductions read their input once", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    auto g = one_node(&test_ops().reduce_sum, "ReduceSum", {type(DType::f32, {4096, 4096})},
+                      {type(DType::f32, {4096, 1})});
+    cost::NodeCost c = model_for(f).node_cost(g->graph, g->node());
+    double n = 4096.0 * 4096;
+    CHECK(c.seconds == Approx(roofline(f, n, f.fp32_tflops, f.eff_reduction, 1, (n + 4096) * 4)));
+    CHECK(c.bound == Bound::Memory);
+  }
+}
+
+TEST_CASE("fused kernels cost one launch plus their own inputs and outputs", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    CostModel model = model_for(f);
+    // Add + Mul + Relu over 16M f16 elements: two inputs, one output, 3 FLOPs per element.
+    double n = 16.0 * 1024 * 1024;
+    cost::NodeCost c = model.fused_kernel_cost(
+        {3 * n, 2 * n * 2, n * 2, ir::FusionClass::Elementwise, DType::f16});
+    CHECK(c.seconds == Approx(roofline(f, 3 * n, f.fp32_tflops, f.eff_elementwise, 1, 6 * n)));
+    CHECK(c.launch_seconds == Approx(f.launch_us * 1e-6));
+    // One fused kernel beats three unfused ones (three launches, intermediates through HBM).
+    double unfused = 3 * f.launch_us * 1e-6 +
+                     (3 * n * 2 + 3 * n * 2 + 2 * n * 2) / (f.bandwidth_gbps * 1e9 * 0.9);
+    CHECK(c.seconds < unfused);
+    // A GEMM with its bias and activation fused in runs at the tensor-core peak.
+    double flops = 2.0 * 4096 * 4096 * 4096;
+    double bytes = 3.0 * 4096 * 4096 * 2;
+    cost::NodeCost gemm = model.fused_kernel_cost({flops, 2.0 * 4096 * 4096 * 2, 4096.0 * 4096 * 2,
+                                                   ir::FusionClass::Contraction, DType::f16});
+    CHECK(gemm.seconds == Approx(roofline(f, flops, f.fp16_tflops, f.eff_contraction, 1, bytes)));
+  }
+}
+
+TEST_CASE("layout ops that codegen folds cost nothing; data movement costs its bytes", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    CostModel model = model_for(f);
+    for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
+                           "Constant", "Shape"}) {
+      INFO(op);
+      auto opaque =
+          one_node(nullptr, op, {type(DType::f32, {64, 1024})}, {type(DType::f32, {64 * 1024})});
+      cost::NodeCost c = model.node_cost(opaque->graph, opaque->node());
+      CHECK(c.seconds == 0);
+      CHECK(c.bound == Bound::Free);
+    }
+    auto reshape = one_node(&test_ops().reshape, "Reshape", {type(DType::f32, {64, 1024})},
+                            {type(DType::f32, {65536})});
+    CHECK(model.node_cost(reshape->graph, reshape->node()).seconds == 0);
+
+    auto transpose =
+        one_node(&test_ops().transpose, "Transpose", {type(DType::f16, {32, 512, 1024})},
+                 {type(DType::f16, {32, 1024, 512})});
+    cost::NodeCost t = model.node_cost(transpose->graph, transpose->node());
+    double bytes = 2.0 * 32 * 512 * 1024 * 2;
+    CHECK(t.seconds == Approx(roofline(f, 0, f.fp32_tflops, 1, 1, bytes)));
+    CHECK(t.bound == Bound::Memory);
+  }
+}
+
+TEST_CASE("opaque ops are estimated as launch plus the bytes they move", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    auto g = one_node(nullptr, "NonMaxSuppression",
+                      {type(DType::f32, {1, 100000, 4}), type(DType::f32, {1, 1, 100000})},
+                      {type(DType::i64, {1000, 3})});
+    cost::NodeCost c = model_for(f).node_cost(g->graph, g->node());
+    double bytes = (400000.0 + 100000) * 4 + 3000 * 8;
+    CHECK(c.seconds == Approx(roofline(f, 0, f.fp32_tflops, 1, 1, bytes)));
+  }
+}
+
+TEST_CASE("symbolic dims take the given binding, else the default", "[cost]") {
+  const auto& f = test::published_figures().back();
+  ir::TensorType x{DType::f16, ir::Shape{ir::Dim::symbol("batch"), ir::Dim(1024)}};
+  ir::TensorType y{DType::f16, ir::Shape{ir::Dim::symbol("batch"), ir::Dim(4096)}};
+  auto g = one_node(&test_ops().matmul, "MatMul", {x, type(DType::f16, {1024, 4096})}, {y});
+
+  cost::CostOptions options;
+  options.dim_bindings["batch"] = 4096;
+  cost::NodeCost bound =
+      CostModel(DeviceProfile::load_builtin(f.name), options).node_cost(g->graph, g->node());
+  double flops = 2.0 * 4096 * 4096 * 1024;
+  double bytes = (4096.0 * 1024 + 1024.0 * 4096 + 4096.0 * 4096) * 2;
+  CHECK(bound.seconds == Approx(roofline(f, flops, f.fp16_tflops, f.eff_contraction,
+                                         wave_of(32 * 32, f.sms), bytes)));
+
+  cost::NodeCost one = model_for(f).node_cost(g->graph, g->node());  // batch = 1
+  CHECK(one.flops == Approx(2.0 * 4096 * 1024));
+}
+
+TEST_CASE("e-node costs need no graph", "[cost]") {
+  const auto& f = test::published_figures().front();
+  ir::Node node;
+  node.op_type = "MatMul";
+  node.def = &test_ops().matmul;
+  ir::TensorType a = type(DType::f16, {2048, 2048}), b = type(DType::f16, {2048, 2048});
+  ir::OpContext ctx{node, test_ops().matmul, {&a, &b}, {nullptr, nullptr}};
+  cost::NodeCost c = model_for(f).node_cost(ctx, {type(DType::f16, {2048, 2048})});
+  double flops = 2.0 * 2048 * 2048 * 2048;
+  CHECK(c.seconds == Approx(roofline(f, flops, f.fp16_tflops, f.eff_contraction,
+                                     wave_of(16 * 16, f.sms), 3.0 * 2048 * 2048 * 2)));
+}
+
+TEST_CASE("a graph's cost is the sum of its kernels", "[cost]") {
+  const auto& f = test::published_figures()[1];
+  ir::Graph g;
+  ir::ValueId x = g.add_input("x", type(DType::f32, {256, 1024}));
+  ir::ValueId w = g.add_input("w", type(DType::f32, {1024, 1024}));
+  ir::ValueId h = g.add_value("h", type(DType::f32, {256, 1024}));
+  ir::ValueId r = g.add_value("r", type(DType::f32, {256, 1024}));
+  ir::ValueId y = g.add_value("y", type(DType::f32, {262144}));
+  g.add_node({"mm", "MatMul", "", &test_ops().matmul, {x, w}, {h}, {}});
+  g.add_node({"act", "Relu", "", &test_ops().relu, {h}, {r}, {}});
+  g.add_node({"flat", "Reshape", "", &test_ops().reshape, {r}, {y}, {}});
+  g.add_output(y);
+  CostModel model = model_for(f);
+  cost::GraphCost total = model.graph_cost(g);
+  REQUIRE(total.nodes.size() == 3);
+  CHECK(total.nodes[0].name == "mm");
+  CHECK(total.nodes[1].op == "Relu");
+  CHECK(total.nodes[2].cost.bound == Bound::Free);
+  CHECK(total.seconds == Approx(total.nodes[0].cost.seconds + total.nodes[1].cost.seconds));
+  CHECK(total.ms() == Approx(total.seconds * 1e3));
+}
