@@ -6,11 +6,6 @@
 namespace eqfuse::egraph {
 namespace {
 
-inline uint64_t mix(uint64_t h, uint64_t v) {
-  h = (h ^ v) * 0x9E3779B97F4A7C15ULL;
-  return h ^ (h >> 29);
-}
-
 inline NodeId entry_node(uint64_t e) {
   return static_cast<NodeId>(e);
 }
@@ -35,10 +30,13 @@ struct ChildBuffer {
 }  // namespace
 
 uint32_t EGraph::hash_node(Symbol op, AttrId attrs, std::span<const EClassId> children) const {
-  uint64_t h = mix(0x243F6A8885A308D3ULL, (uint64_t(op) << 32) | attrs);
-  h = mix(h, children.size());
-  for (EClassId c : children) h = mix(h, c);
-  return static_cast<uint32_t>(h >> 32) ^ static_cast<uint32_t>(h);
+  uint64_t h = (uint64_t(op) << 32 | attrs) * 0x9E3779B97F4A7C15ULL + children.size();
+  for (EClassId c : children) h = (h ^ c) * 0xFF51AFD7ED558CCDULL + (h >> 32);
+  // murmur3's finalizer: every input bit reaches the low bits that index the table.
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ULL;
+  h ^= h >> 33;
+  return static_cast<uint32_t>(h);
 }
 
 bool EGraph::node_equals(NodeId n, Symbol op, AttrId attrs,
@@ -52,7 +50,7 @@ bool EGraph::node_equals(NodeId n, Symbol op, AttrId attrs,
 
 void EGraph::grow_table() {
   size_t capacity = std::max<size_t>(1024, table_.size());
-  while (capacity * 5 < (live_nodes_ + 1) * 10) capacity *= 2;  // load <= 0.5 after rehash
+  while (capacity * 3 < (live_nodes_ + 1) * 8) capacity *= 2;  // load <= 3/8 after rehash
   std::vector<uint64_t> old;
   old.swap(table_);
   table_.assign(capacity, kEmpty);

@@ -175,7 +175,7 @@ constexpr size_t kChunk = 512;  // roots per parallel task: fixed, so results ar
 }  // namespace
 
 void Query::search_roots(const EGraph& egraph, std::span<const EClassId> roots, Matches& out,
-                         size_t max_matches) const {
+                         size_t max_matches, Deadline deadline, std::atomic<bool>* stop) const {
   Machine m{egraph,
             program_,
             var_reg_,
@@ -185,8 +185,17 @@ void Query::search_roots(const EGraph& egraph, std::span<const EClassId> roots, 
             std::vector<uint32_t>(num_regs_, kNoId),
             out,
             max_matches};
-  for (EClassId c : roots) {
-    m.regs[0] = c;
+  const bool timed = deadline != Deadline::max();
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (timed && (i & 63) == 0) {
+      if ((stop && stop->load(std::memory_order_relaxed)) ||
+          std::chrono::steady_clock::now() >= deadline) {
+        out.timed_out = true;
+        if (stop) stop->store(true, std::memory_order_relaxed);
+        return;
+      }
+    }
+    m.regs[0] = roots[i];
     if (!m.run(0)) return;
   }
 }
@@ -195,33 +204,37 @@ Matches Query::search_class(const EGraph& egraph, EClassId root) const {
   Matches out;
   out.stride = num_vars_ + 1;
   EClassId c = egraph.find(root);
-  search_roots(egraph, std::span<const EClassId>(&c, 1), out, SIZE_MAX);
+  search_roots(egraph, std::span<const EClassId>(&c, 1), out, SIZE_MAX, Deadline::max(), nullptr);
   return out;
 }
 
-Matches Query::search(const EGraph& egraph, int threads, size_t max_matches) const {
+Matches Query::search(const EGraph& egraph, int threads, size_t max_matches,
+                      Deadline deadline) const {
   Matches out;
   out.stride = num_vars_ + 1;
   std::span<const EClassId> roots =
       root_is_var_ ? egraph.classes() : egraph.classes_with_op(root_op_);
   if (threads <= 1 || roots.size() <= kChunk || max_matches != SIZE_MAX) {
-    search_roots(egraph, roots, out, max_matches);
+    search_roots(egraph, roots, out, max_matches, deadline, nullptr);
     return out;
   }
   size_t chunks = (roots.size() + kChunk - 1) / kChunk;
   std::vector<Matches> parts(chunks);
+  std::atomic<bool> stop{false};
   tbb::task_arena arena(threads);
   arena.execute([&] {
     tbb::parallel_for(tbb::blocked_range<size_t>(0, chunks, 1), [&](const auto& range) {
       for (size_t i = range.begin(); i != range.end(); ++i) {
         parts[i].stride = out.stride;
         size_t begin = i * kChunk, end = std::min(roots.size(), begin + kChunk);
-        search_roots(egraph, roots.subspan(begin, end - begin), parts[i], SIZE_MAX);
+        search_roots(egraph, roots.subspan(begin, end - begin), parts[i], SIZE_MAX, deadline,
+                     &stop);
       }
     });
   });
   size_t total = 0;
   for (const Matches& p : parts) total += p.data.size();
+  out.timed_out = stop.load();
   out.data.reserve(total);
   for (Matches& p : parts) {
     out.data.insert(out.data.end(), p.data.begin(), p.data.end());

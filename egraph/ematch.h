@@ -10,6 +10,8 @@
 // Search is read-only: it may run on many threads. Roots are split in fixed-size chunks and
 // the chunks' results concatenated in order, so the matches (and everything built from them)
 // are the same whatever the thread count.
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -22,6 +24,7 @@ namespace eqfuse::egraph {
 struct Matches {
   size_t stride = 1;
   std::vector<uint32_t> data;
+  bool timed_out = false;  // the search passed its deadline; the matches are a partial set
   size_t size() const { return data.size() / stride; }
   EClassId root(size_t i) const { return data[i * stride]; }
   Subst subst(size_t i) const { return {data.data() + i * stride + 1, stride - 1}; }
@@ -38,8 +41,10 @@ class Query {
 
   // Every match in `egraph` (which must be clean). `threads` > 1 uses TBB; the result does not
   // depend on it. `max_matches` stops early once that many are found (in order: the result is
-  // then a deterministic prefix).
-  Matches search(const EGraph& egraph, int threads = 1, size_t max_matches = SIZE_MAX) const;
+  // then a deterministic prefix). Past `deadline` the search gives up (Matches::timed_out).
+  using Deadline = std::chrono::steady_clock::time_point;
+  Matches search(const EGraph& egraph, int threads = 1, size_t max_matches = SIZE_MAX,
+                 Deadline deadline = Deadline::max()) const;
   // Matches rooted at one class (used by tests and conditions).
   Matches search_class(const EGraph& egraph, EClassId root) const;
   size_t num_vars() const { return num_vars_; }
@@ -60,7 +65,7 @@ class Query {
   void compile(const std::vector<const Pattern*>& patterns, const std::vector<uint32_t>& roots);
   uint32_t compile_node(const Pattern& p, uint32_t node, uint32_t reg);
   void search_roots(const EGraph& egraph, std::span<const EClassId> roots, Matches& out,
-                    size_t max_matches) const;
+                    size_t max_matches, Deadline deadline, std::atomic<bool>* stop) const;
 
   std::vector<Insn> program_;
   std::vector<uint32_t> var_reg_;  // register holding each variable

@@ -72,8 +72,9 @@ struct Rewrite {
   std::shared_ptr<const Applier> applier;
   SourceLocation where;
 
-  Matches search(const EGraph& egraph, int threads = 1, size_t max_matches = SIZE_MAX) const {
-    return query->search(egraph, threads, max_matches);
+  Matches search(const EGraph& egraph, int threads = 1, size_t max_matches = SIZE_MAX,
+                 Query::Deadline deadline = Query::Deadline::max()) const {
+    return query->search(egraph, threads, max_matches, deadline);
   }
   // Applies one match if every condition holds; returns whether it was applied.
   bool apply(EGraph& egraph, EClassId root, Subst subst) const;

@@ -100,8 +100,17 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
       size_t limit = scheduler.search_limit(iter, r);
       if (limit == 0) continue;
       Clock::time_point t = Clock::now();
-      found[r] = rules[r].search(egraph, options.threads,
-                                 limit == std::numeric_limits<size_t>::max() ? SIZE_MAX : limit);
+      found[r] =
+          rules[r].search(egraph, options.threads,
+                          limit == std::numeric_limits<size_t>::max() ? SIZE_MAX : limit, deadline);
+      if (found[r].timed_out) {
+        // Nothing of this iteration is applied: a partial search would make the result depend
+        // on timing.
+        stop = StopReason::TimeLimit;
+        found.clear();
+        found.resize(rules.size());
+        break;
+      }
       if (!scheduler.accept(iter, r, found[r].size())) {
         found[r] = Matches{};
         report.rules[r].times_banned++;
