@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "ir/scalar_expr.h"
 #include "support/error.h"
 
 namespace eqfuse::ir {
@@ -149,6 +150,29 @@ std::optional<std::vector<int64_t>> OpContext::ints_attr_or_input(std::string_vi
     if (spec && spec->default_value) return std::get<std::vector<int64_t>>(*spec->default_value);
   }
   return std::nullopt;
+}
+
+ScalarExprPtr node_scalar_expr(const OpContext& ctx) {
+  if (ctx.def.scalar_for_node) return ctx.def.scalar_for_node(ctx);
+  if (!ctx.def.scalar) return nullptr;
+  return bind_attrs(ctx.def.scalar, [&](const std::string& name) -> std::optional<double> {
+    const AttrSpec* spec = ctx.def.find_attr(name);
+    if (spec && spec->kind == AttrKind::Int) {
+      return static_cast<double>(ctx.attr_int(name));
+    }
+    return ctx.attr_float(name);
+  });
+}
+
+double element_count(const TensorType& type) {
+  if (!type.shape.has_rank()) return 1;
+  double n = 1;
+  for (const Dim& d : type.shape.dims()) n *= d.is_static() ? static_cast<double>(d.value()) : 1.0;
+  return n;
+}
+
+double byte_count(const TensorType& type) {
+  return element_count(type) * static_cast<double>(dtype_size(type.dtype));
 }
 
 OpContext make_context(const Graph& graph, const Node& node) {

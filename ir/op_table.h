@@ -26,6 +26,7 @@ namespace eqfuse::ir {
 
 struct ScalarExpr;  // ir/scalar_expr.h
 struct IndexExpr;   // ir/index_expr.h
+using ScalarExprPtr = std::shared_ptr<const ScalarExpr>;
 
 enum class FusionClass { Elementwise, Broadcast, Reduction, Contraction, Layout, Opaque };
 std::string_view fusion_class_name(FusionClass c);
@@ -101,6 +102,10 @@ struct OpDef {
   // The op's meaning, where it can be written as an expression (see file comment).
   std::shared_ptr<const ScalarExpr> scalar;
   std::shared_ptr<const IndexExpr> index;
+  // Elementwise ops whose meaning for one node is more than `scalar` with attributes bound
+  // (variadic Sum/Max/Min/Mean fold over the node's inputs; Clip takes its bounds from inputs or
+  // attributes): returns that node's expression, attributes bound. See node_scalar_expr().
+  std::function<ScalarExprPtr(const OpContext&)> scalar_for_node;
 
   const AttrSpec* find_attr(std::string_view attr) const;
 };
@@ -109,6 +114,15 @@ struct OpDef {
 const OpDef* find_op(std::string_view op_type, std::string_view domain = "");
 // Every entry, sorted by name.
 const std::vector<const OpDef*>& all_ops();
+
+// The meaning of an elementwise node: scalar_for_node(ctx) when set, else `scalar` with every
+// attribute reference bound to the node's attribute (or the schema default). nullptr for ops
+// that have no scalar meaning.
+ScalarExprPtr node_scalar_expr(const OpContext& ctx);
+
+// Element and byte counts of a type for work estimates; a dynamic dim counts as 1.
+double element_count(const TensorType& type);
+double byte_count(const TensorType& type);
 
 // Builds the context of `node` as it sits in `graph` (types of its inputs, values of its
 // constant inputs: weights with in-memory data).
