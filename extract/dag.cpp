@@ -18,12 +18,30 @@ class LocalSearch {
       : p_(problem),
         choice_(std::move(choice)),
         refs_(problem.num_classes(), 0),
-        seen_(problem.num_classes(), 0) {
+        seen_(problem.num_classes(), 0),
+        parent_begin_(problem.num_classes() + 1, 0) {
     for (ClassIndex r : p_.roots()) total_ += add_ref(r);
+    for (NodeIndex n = 0; n < p_.num_nodes(); ++n)
+      for (ClassIndex k : p_.children(n)) ++parent_begin_[k + 1];
+    for (size_t c = 0; c < p_.num_classes(); ++c) parent_begin_[c + 1] += parent_begin_[c];
+    parents_.resize(parent_begin_.back());
+    std::vector<uint32_t> fill(parent_begin_.begin(), parent_begin_.end() - 1);
+    for (NodeIndex n = 0; n < p_.num_nodes(); ++n)
+      for (ClassIndex k : p_.children(n)) parents_[fill[k]++] = n;
   }
 
   const Choice& choice() const { return choice_; }
   bool in_graph(ClassIndex c) const { return refs_[c] > 0; }
+  double total() const { return total_; }
+
+  // Whether e-node b may replace the choice of its e-class: every child has a finite term.
+  bool candidate(NodeIndex b) const {
+    ClassIndex c = p_.node_class(b);
+    if (b == choice_[c]) return false;
+    for (ClassIndex k : p_.children(b))
+      if (choice_[k] == kNoNode || k == c) return false;
+    return true;
+  }
 
   // Re-chooses the e-classes outside the graph greedily, pricing what is inside at 0, so that
   // a switch brings in the cheapest subterms given the current graph.
@@ -36,26 +54,61 @@ class LocalSearch {
       if (refs_[c] == 0 && t.choice[c] != kNoNode) choice_[c] = t.choice[c];
   }
 
-  // Tries e-node `b` for e-class `c` (in the graph); keeps it if the DAG cost drops by more
-  // than rounding and no cycle forms. Returns whether it was kept.
-  bool try_switch(ClassIndex c, NodeIndex b) {
+  // Switches e-class c (in the graph) to e-node b if that forms no cycle and, when
+  // `only_if_better`, lowers the DAG cost by more than rounding. Returns the change in DAG cost
+  // when switched, nothing otherwise.
+  std::optional<double> switch_node(ClassIndex c, NodeIndex b, bool only_if_better) {
     NodeIndex a = choice_[c];
+    if (!only_if_better && reaches(p_.children(b), c)) return std::nullopt;
     double delta = p_.cost(b) - p_.cost(a);
     // Add first, then remove: subterms shared by a and b never leave and re-enter.
     for (ClassIndex k : p_.children(b)) delta += add_ref(k);
     for (ClassIndex k : p_.children(a)) delta -= drop_ref(k);
-    const double eps = 1e-12 * (1.0 + std::abs(total_));
-    if (delta < -eps && !reaches(p_.children(b), c)) {
+    if (!only_if_better || (delta < -epsilon() && !reaches(p_.children(b), c))) {
       choice_[c] = b;
       total_ += delta;
-      return true;
+      return delta;
     }
     for (ClassIndex k : p_.children(a)) add_ref(k);
     for (ClassIndex k : p_.children(b)) drop_ref(k);
+    return std::nullopt;
+  }
+
+  // A two-step move for what single switches cannot see: switch c to b even at a loss, then
+  // let the e-classes that could use the subterms b brought in switch to them. Kept only if
+  // the two steps together lower the DAG cost.
+  bool kick(ClassIndex c, NodeIndex b) {
+    NodeIndex a = choice_[c];
+    entered_.clear();
+    recording_ = true;
+    std::optional<double> first = switch_node(c, b, false);
+    recording_ = false;
+    if (!first) return false;
+    double delta = *first;
+    std::vector<std::pair<ClassIndex, NodeIndex>> undo{{c, a}};
+    std::vector<ClassIndex> fresh(entered_);
+    fresh.insert(fresh.end(), p_.children(b).begin(), p_.children(b).end());
+    for (ClassIndex e : fresh) {
+      for (uint32_t i = parent_begin_[e]; i < parent_begin_[e + 1]; ++i) {
+        NodeIndex q = parents_[i];
+        ClassIndex z = p_.node_class(q);
+        if (z == c || !in_graph(z) || !candidate(q)) continue;
+        NodeIndex old = choice_[z];
+        if (auto d = switch_node(z, q, true)) {
+          delta += *d;
+          undo.push_back({z, old});
+        }
+      }
+    }
+    if (delta < -epsilon()) return true;
+    for (auto it = undo.rbegin(); it != undo.rend(); ++it)
+      switch_node(it->first, it->second, false);
     return false;
   }
 
  private:
+  double epsilon() const { return 1e-12 * (1.0 + std::abs(total_)); }
+
   // Adds one use of e-class c; returns the cost that enters the graph.
   double add_ref(ClassIndex c) {
     double added = 0;
@@ -64,6 +117,7 @@ class LocalSearch {
       ClassIndex k = stack_.back();
       stack_.pop_back();
       if (refs_[k]++ > 0) continue;
+      if (recording_) entered_.push_back(k);
       NodeIndex n = choice_[k];
       added += p_.cost(n);
       for (ClassIndex g : p_.children(n)) stack_.push_back(g);
@@ -106,6 +160,10 @@ class LocalSearch {
   uint32_t stamp_ = 0;
   std::vector<ClassIndex> stack_;
   double total_ = 0;
+  std::vector<uint32_t> parent_begin_;  // parent e-nodes of each e-class (CSR)
+  std::vector<NodeIndex> parents_;
+  bool recording_ = false;
+  std::vector<ClassIndex> entered_;  // e-classes that entered the graph while recording
 };
 
 }  // namespace
@@ -114,6 +172,7 @@ ExtractionResult extract_dag(const ExtractionProblem& problem, const DagOptions&
   using clock = std::chrono::steady_clock;
   auto start = clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  auto time_left = [&] { return elapsed() < options.time_limit_seconds; };
 
   TreeCosts greedy = tree_costs(problem);
   for (ClassIndex r : problem.roots())
@@ -121,24 +180,23 @@ ExtractionResult extract_dag(const ExtractionProblem& problem, const DagOptions&
       fail("no finite term for a root e-class (every term is cyclic)");
 
   LocalSearch search(problem, std::move(greedy.choice));
-  std::vector<char> extractable(problem.num_classes());
-  for (ClassIndex c = 0; c < problem.num_classes(); ++c)
-    extractable[c] = search.choice()[c] != kNoNode;
-
-  bool improved = true;
-  while (improved && elapsed() < options.time_limit_seconds) {
+  // Single switches to a local optimum, then two-step kicks; repeat while either helps.
+  for (bool improved = true; improved && time_left();) {
     improved = false;
-    search.refill();
-    for (ClassIndex c = 0; c < problem.num_classes() && elapsed() < options.time_limit_seconds;
-         ++c) {
-      if (!search.in_graph(c)) continue;
-      for (NodeIndex b : problem.nodes(c)) {
-        if (b == search.choice()[c]) continue;
-        bool ok = true;
-        for (ClassIndex k : problem.children(b))
-          if (!extractable[k] || k == c) ok = false;
-        if (ok && search.try_switch(c, b)) improved = true;
+    for (bool descending = true; descending && time_left();) {
+      descending = false;
+      search.refill();
+      for (ClassIndex c = 0; c < problem.num_classes() && time_left(); ++c) {
+        if (!search.in_graph(c)) continue;
+        for (NodeIndex b : problem.nodes(c))
+          if (search.candidate(b) && search.switch_node(c, b, true)) descending = true;
       }
+    }
+    search.refill();
+    for (ClassIndex c = 0; c < problem.num_classes() && time_left(); ++c) {
+      if (!search.in_graph(c)) continue;
+      for (NodeIndex b : problem.nodes(c))
+        if (search.in_graph(c) && search.candidate(b) && search.kick(c, b)) improved = true;
     }
   }
   ExtractionResult result = make_result(problem, search.choice());

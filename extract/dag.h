@@ -11,7 +11,7 @@
 namespace eqfuse::extract {
 
 struct DagOptions {
-  double time_limit_seconds = 1.0;  // stops improving (keeping the best so far) after this
+  double time_limit_seconds = 0.8;  // stops improving (keeping the best so far) after this
 };
 
 // Throws eqfuse::Error when a root has no finite term.

@@ -1,6 +1,9 @@
 #include "extract/ilp.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CbcModel.hpp>
@@ -8,8 +11,11 @@
 #include <CoinPackedMatrix.hpp>
 #include <OsiClpSolverInterface.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "extract/dag.h"
@@ -19,30 +25,102 @@
 namespace eqfuse::extract {
 namespace {
 
-// CBC writes banners and progress to stdout whatever its log level; `--json` promises that
-// stdout holds one JSON document, so the solve runs with file descriptor 1 sent to /dev/null.
-class StdoutSilencer {
- public:
-  StdoutSilencer() {
-    std::fflush(stdout);
-    saved_ = dup(STDOUT_FILENO);
+struct CbcOutcome {
+  bool finished = false;  // CBC ran to its end (optimal or its own time limit) in time
+  bool proven = false;
+  double bound = 0;
+  std::vector<char> chosen;  // per e-node column; empty when CBC found no solution
+};
+
+// Runs CBC in a child process. CBC overruns its own time limit by minutes on large e-graphs
+// (root LP, cuts, preprocessing), has crashed in CglPreProcess::postProcess when stopped
+// there, and prints banners to stdout whatever its log level; a child process can be killed
+// at the deadline, cannot take eqfuse down, and writes nothing to our stdout (`--json`
+// promises exactly one JSON document there). The child reports over a pipe.
+CbcOutcome solve_isolated(const OsiClpSolverInterface& solver,
+                          const std::vector<std::string>& names,
+                          const std::vector<double>& start_values, int num_node_columns,
+                          double seconds) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration<double>(seconds);
+  int fds[2];
+  if (pipe(fds) != 0) throw Error("ILP: pipe failed", Error::Kind::Internal);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) throw Error("ILP: fork failed", Error::Kind::Internal);
+  if (pid == 0) {
+    close(fds[0]);
     int null_fd = open("/dev/null", O_WRONLY);
-    if (saved_ >= 0 && null_fd >= 0) dup2(null_fd, STDOUT_FILENO);
-    if (null_fd >= 0) close(null_fd);
+    dup2(null_fd, STDOUT_FILENO);
+    dup2(null_fd, STDERR_FILENO);
+    CbcModel model(solver);
+    CbcMain0(model);
+    model.setLogLevel(0);
+    model.messageHandler()->setLogLevel(0);
+    std::vector<const char*> start_names;
+    for (const auto& s : names) start_names.push_back(s.c_str());
+    model.setMIPStart(static_cast<int>(names.size()), start_names.data(), start_values.data());
+    // CBC's own limit leaves it time to stop and report before the parent's deadline.
+    std::string limit = std::to_string(std::max(0.2, seconds * 0.8 - 0.2));
+    const char* argv[] = {"eqfuse", "-log",        "0",      "-slog", "0",
+                          "-sec",   limit.c_str(), "-solve", "-quit"};
+    CbcMain1(static_cast<int>(std::size(argv)), argv, model);
+    std::string message(sizeof(int32_t) * 3 + sizeof(double), '\0');
+    const double* solution = model.bestSolution();
+    int32_t header[3] = {0x45514642, solution ? 1 : 0, model.isProvenOptimal() ? 1 : 0};
+    double bound = model.getBestPossibleObjValue();
+    std::memcpy(message.data(), header, sizeof header);
+    std::memcpy(message.data() + sizeof header, &bound, sizeof bound);
+    if (solution)
+      for (int col = 0; col < num_node_columns; ++col) message.push_back(solution[col] > 0.5);
+    for (size_t done = 0; done < message.size();) {
+      ssize_t w = write(fds[1], message.data() + done, message.size() - done);
+      if (w <= 0) _exit(1);
+      done += static_cast<size_t>(w);
+    }
+    _exit(0);
   }
-  ~StdoutSilencer() {
-    std::fflush(stdout);
-    if (saved_ >= 0) {
-      dup2(saved_, STDOUT_FILENO);
-      close(saved_);
+  close(fds[1]);
+  std::string received;
+  char buffer[65536];
+  bool eof = false;
+  while (!eof) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fds[0], POLLIN, 0};
+    int ready = poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) break;
+    ssize_t r = read(fds[0], buffer, sizeof buffer);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      eof = true;
+    } else {
+      received.append(buffer, static_cast<size_t>(r));
     }
   }
-  StdoutSilencer(const StdoutSilencer&) = delete;
-  StdoutSilencer& operator=(const StdoutSilencer&) = delete;
+  close(fds[0]);
+  if (!eof) kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
 
- private:
-  int saved_ = -1;
-};
+  CbcOutcome out;
+  const size_t header_size = sizeof(int32_t) * 3 + sizeof(double);
+  if (!eof || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || received.size() < header_size)
+    return out;
+  int32_t header[3];
+  std::memcpy(header, received.data(), sizeof header);
+  if (header[0] != 0x45514642) return out;
+  out.finished = true;
+  out.proven = header[2] != 0;
+  std::memcpy(&out.bound, received.data() + sizeof header, sizeof(double));
+  if (header[1] && received.size() == header_size + static_cast<size_t>(num_node_columns))
+    out.chosen.assign(received.begin() + header_size, received.end());
+  else
+    out.proven = false;
+  return out;
+}
 
 // Tarjan's strongly connected components over the e-class graph (iterative).
 std::vector<uint32_t> class_components(const std::vector<std::vector<ClassIndex>>& edges,
@@ -157,13 +235,17 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     if (kept_class[c] && component_size[component[c]] > 1) order_column[c] = num_columns++;
 
   // Rows.
-  CoinPackedMatrix matrix(false, 0, 0);
-  matrix.setDimensions(0, num_columns);
-  std::vector<double> row_lower, row_upper;
+  // Rows in compressed form; CoinPackedMatrix::appendRow reallocates on every call.
+  std::vector<CoinBigIndex> row_start;
+  std::vector<int> row_length, elements_index;
+  std::vector<double> elements, row_lower, row_upper;
   std::vector<int> idx;
   std::vector<double> val;
   auto add_row = [&](double lo, double hi) {
-    matrix.appendRow(static_cast<int>(idx.size()), idx.data(), val.data());
+    row_start.push_back(static_cast<CoinBigIndex>(elements.size()));
+    row_length.push_back(static_cast<int>(idx.size()));
+    elements_index.insert(elements_index.end(), idx.begin(), idx.end());
+    elements.insert(elements.end(), val.begin(), val.end());
     row_lower.push_back(lo);
     row_upper.push_back(hi);
     idx.clear();
@@ -232,6 +314,12 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     }
   }
 
+  const int num_rows = static_cast<int>(row_start.size());
+  row_start.push_back(
+      static_cast<CoinBigIndex>(elements.size()));  // CoinPackedMatrix reads major + 1 starts
+  CoinPackedMatrix matrix(false, num_columns, num_rows, static_cast<CoinBigIndex>(elements.size()),
+                          elements.data(), elements_index.data(), row_start.data(),
+                          row_length.data());
   OsiClpSolverInterface solver;
   solver.messageHandler()->setLogLevel(0);
   solver.loadProblem(matrix, col_lower.data(), col_upper.data(), objective.data(), row_lower.data(),
@@ -243,34 +331,15 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     if (col < num_node_columns) solver.setInteger(col);
   }
 
-  const double remaining = std::max(1.0, options.time_limit_seconds - elapsed());
-  const double* solution = nullptr;
-  bool proven = false;
-  double bound = 0;
-  std::vector<double> values;
-  {
-    StdoutSilencer silence;
-    CbcModel model(solver);
-    CbcMain0(model);
-    model.setLogLevel(0);
-    model.messageHandler()->setLogLevel(0);
-    std::vector<const char*> start_names;
-    for (const auto& s : names) start_names.push_back(s.c_str());
-    model.setMIPStart(num_columns, start_names.data(), start_values.data());
-    std::string seconds = std::to_string(remaining);
-    const char* argv[] = {"eqfuse", "-log",          "0",      "-slog", "0",
-                          "-sec",   seconds.c_str(), "-solve", "-quit"};
-    CbcMain1(static_cast<int>(std::size(argv)), argv, model);
-    solution = model.bestSolution();
-    proven = model.isProvenOptimal();
-    bound = model.getBestPossibleObjValue();
-    if (solution) values.assign(solution, solution + num_columns);
-  }
+  const double remaining = std::max(0.5, options.time_limit_seconds - elapsed());
+  CbcOutcome outcome = solve_isolated(solver, names, start_values, num_node_columns, remaining);
+  bool proven = outcome.finished && outcome.proven;
+  std::vector<char>& values = outcome.chosen;
 
   if (!values.empty()) {
     Choice choice(num_classes, kNoNode);
     for (int col = 0; col < num_node_columns; ++col)
-      if (values[col] > 0.5) choice[problem.node_class(node_of_column[col])] = node_of_column[col];
+      if (values[col]) choice[problem.node_class(node_of_column[col])] = node_of_column[col];
     if (is_valid_choice(problem, choice)) {
       ExtractionResult found = make_result(problem, choice);
       if (found.dag_cost <= best.dag_cost) best = std::move(found);
@@ -279,7 +348,10 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     }
   }
   best.optimal = proven;
-  best.bound = std::min(proven ? best.dag_cost : bound, best.dag_cost);
+  if (proven)
+    best.bound = best.dag_cost;
+  else if (outcome.finished)
+    best.bound = std::min(outcome.bound, best.dag_cost);
   best.seconds = elapsed();
   return best;
 }
