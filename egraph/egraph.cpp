@@ -44,37 +44,31 @@ bool EGraph::node_equals(NodeId n, Symbol op, AttrId attrs,
   if (ops_[n] != op || attrs_[n] != attrs) return false;
   uint32_t begin = child_begin_[n];
   if (child_begin_[n + 1] - begin != children.size()) return false;
-  return children.empty() ||
-         std::memcmp(children_.data() + begin, children.data(), children.size() * 4) == 0;
+  const EClassId* mine = children_.data() + begin;
+  for (size_t i = 0; i < children.size(); ++i)
+    if (mine[i] != children[i]) return false;
+  return true;
 }
 
 void EGraph::grow_table() {
-  size_t capacity = std::max<size_t>(1024, table_.size());
-  while (capacity * 3 < (live_nodes_ + 1) * 8) capacity *= 2;  // load <= 3/8 after rehash
-  std::vector<uint64_t> old;
+  // The table holds exactly the live nodes, each under the hash of its current content, so
+  // growing re-uses the stored hashes and never reads the nodes.
+  size_t capacity = std::max<size_t>(1024, table_.size() * 2);
+  BigVector<uint64_t> old;
   old.swap(table_);
   table_.assign(capacity, kEmpty);
-  table_used_ = 0;
   size_t mask = capacity - 1;
-  // Re-insert live nodes only: entries left behind by nodes canonicalized in place are dropped.
   for (uint64_t e : old) {
-    NodeId n = entry_node(e);
-    if (n == kNoId || dead_[n]) continue;
-    uint32_t h = hash_node(ops_[n], attrs_[n], children(n));
-    size_t i = h & mask;
-    while (entry_node(table_[i]) != kNoId) {
-      if (entry_node(table_[i]) == n) goto next;  // a node listed twice (stale + current)
-      i = (i + 1) & mask;
-    }
-    table_[i] = (uint64_t(h) << 32) | n;
-    ++table_used_;
-  next:;
+    if (entry_node(e) == kNoId) continue;
+    size_t i = entry_hash(e) & mask;
+    while (entry_node(table_[i]) != kNoId) i = (i + 1) & mask;
+    table_[i] = e;
   }
 }
 
 NodeId EGraph::find_or_insert(Symbol op, AttrId attrs, std::span<const EClassId> children,
                               NodeId n) {
-  if ((table_used_ + 1) * 4 > table_.size() * 3) grow_table();
+  if ((table_used_ + 1) * 5 > table_.size() * 3) grow_table();  // load <= 0.6
   uint32_t h = hash_node(op, attrs, children);
   size_t mask = table_.size() - 1;
   size_t i = h & mask;
@@ -90,6 +84,27 @@ NodeId EGraph::find_or_insert(Symbol op, AttrId attrs, std::span<const EClassId>
     ++table_used_;
   }
   return kNoId;
+}
+
+void EGraph::erase_from_table(NodeId n) {
+  uint32_t h = hash_node(ops_[n], attrs_[n], children(n));
+  size_t mask = table_.size() - 1;
+  size_t i = h & mask;
+  while (entry_node(table_[i]) != n) i = (i + 1) & mask;
+  // Backward-shift deletion keeps every probe chain unbroken without tombstones.
+  for (size_t j = i;;) {
+    j = (j + 1) & mask;
+    uint64_t e = table_[j];
+    if (entry_node(e) == kNoId) break;
+    size_t home = entry_hash(e) & mask;
+    bool stays = (j > i) ? (home > i && home <= j) : (home > i || home <= j);
+    if (!stays) {
+      table_[i] = e;
+      i = j;
+    }
+  }
+  table_[i] = kEmpty;
+  --table_used_;
 }
 
 EClassId EGraph::lookup(Symbol op, AttrId attrs, std::span<const EClassId> children) const {
@@ -149,7 +164,7 @@ EClassId EGraph::add(Symbol op, AttrId attrs, std::span<const EClassId> children
   return n;
 }
 
-void EGraph::push_parents(EClassId c, std::vector<NodeId>& out) const {
+void EGraph::push_parents(EClassId c, BigVector<NodeId>& out) const {
   uint32_t head = parent_head_[c];
   if (head == kNoId) return;
   uint32_t s = head;
@@ -197,12 +212,11 @@ size_t EGraph::rebuild() {
       if (dead_[n]) continue;
       uint32_t begin = child_begin_[n], end = child_begin_[n + 1];
       bool changed = false;
-      for (uint32_t s = begin; s < end; ++s) {
-        EClassId c = unionfind_.find_mut(children_[s]);
-        changed |= c != children_[s];
-        children_[s] = c;
-      }
+      for (uint32_t s = begin; s < end && !changed; ++s)
+        changed = unionfind_.find_mut(children_[s]) != children_[s];
       if (!changed) continue;  // already repaired (listed twice)
+      erase_from_table(n);
+      for (uint32_t s = begin; s < end; ++s) children_[s] = unionfind_.find_mut(children_[s]);
       std::span<const EClassId> canon(children_.data() + begin, end - begin);
       NodeId m = find_or_insert(ops_[n], attrs_[n], canon, n);
       if (m != kNoId && m != n) {
@@ -223,13 +237,11 @@ size_t EGraph::rebuild() {
       }
     }
     if (pending_.empty() && analysis_pending_.empty()) {
-      std::vector<EClassId> todo;
+      BigVector<EClassId> todo;
       todo.swap(modify_pending_);
       for (EClassId c : todo) analysis_->modify(*this, unionfind_.find_mut(c));
     }
   }
-  // Repairs above only re-hash nodes whose children changed; ones that stayed live but sit
-  // under stale hashes are harmless (lookups compare content), and grow_table drops them.
   build_indexes();
   clean_ = true;
   return merges;
@@ -247,7 +259,7 @@ void EGraph::build_indexes() {
   for (NodeId n = 0; n < n_nodes; ++n)
     if (!dead_[n]) ++by_op_begin[ops_[n] + 1];
   for (size_t i = 1; i < by_op_begin.size(); ++i) by_op_begin[i] += by_op_begin[i - 1];
-  std::vector<NodeId> by_op(live_nodes_);
+  BigVector<NodeId> by_op(live_nodes_);
   for (NodeId n = 0; n < n_nodes; ++n)
     if (!dead_[n]) by_op[by_op_begin[ops_[n]]++] = n;
 
@@ -284,13 +296,19 @@ void EGraph::build_indexes() {
   }
 }
 
-void EGraph::reserve(size_t nodes) {
-  ops_.reserve(nodes);
-  attrs_.reserve(nodes);
-  child_begin_.reserve(nodes + 1);
-  dead_.reserve(nodes);
-  parent_head_.reserve(nodes);
-  unionfind_.reserve(nodes);
+void EGraph::reserve(size_t nodes, size_t child_slots) {
+  auto grow = [](auto& v, size_t extra) {
+    if (v.size() + extra > v.capacity()) v.reserve(v.size() + extra);
+  };
+  grow(ops_, nodes);
+  grow(attrs_, nodes);
+  grow(child_begin_, nodes);
+  grow(dead_, nodes);
+  grow(parent_head_, nodes);
+  grow(children_, child_slots);
+  grow(slot_next_, child_slots);
+  grow(slot_node_, child_slots);
+  unionfind_.reserve(unionfind_.size() + nodes);
 }
 
 size_t EGraph::memory_bytes() const {

@@ -31,6 +31,7 @@
 #include <span>
 #include <vector>
 
+#include "egraph/big_vector.h"
 #include "egraph/symbol.h"
 #include "egraph/unionfind.h"
 
@@ -122,51 +123,54 @@ class EGraph {
   }
 
   Analysis* analysis() const { return analysis_; }
-  void reserve(size_t nodes);
+  // Room for `nodes` more e-nodes with `child_slots` more children, so a growing e-graph
+  // reallocates once per iteration rather than once per doubling.
+  void reserve(size_t nodes, size_t child_slots);
   // Bytes held by the e-graph's arrays (capacity, not size): what the memory limit reads.
   size_t memory_bytes() const;
 
  private:
   void link_parent_slot(uint32_t slot, EClassId child);
-  void push_parents(EClassId c, std::vector<NodeId>& out) const;
+  void push_parents(EClassId c, BigVector<NodeId>& out) const;
   uint32_t hash_node(Symbol op, AttrId attrs, std::span<const EClassId> children) const;
   bool node_equals(NodeId n, Symbol op, AttrId attrs, std::span<const EClassId> children) const;
   // Finds an equal node in the table, or inserts `n` (when n != kNoId). Returns the node found,
   // or kNoId when none was there.
   NodeId find_or_insert(Symbol op, AttrId attrs, std::span<const EClassId> children, NodeId n);
   void grow_table();
+  void erase_from_table(NodeId n);
   void build_indexes();
 
   Analysis* analysis_;
   // Nodes.
-  std::vector<Symbol> ops_;
-  std::vector<AttrId> attrs_;
-  std::vector<uint32_t> child_begin_{0};
-  std::vector<EClassId> children_;
-  std::vector<uint8_t> dead_;
+  BigVector<Symbol> ops_;
+  BigVector<AttrId> attrs_;
+  BigVector<uint32_t> child_begin_{0};
+  BigVector<EClassId> children_;
+  BigVector<uint8_t> dead_;
   // Parent rings: for each child slot, the next slot of the same ring, and its node; the head
   // slot of each class's ring (kNoId when it has no parents).
-  std::vector<uint32_t> slot_next_;
-  std::vector<NodeId> slot_node_;
-  std::vector<uint32_t> parent_head_;
+  BigVector<uint32_t> slot_next_;
+  BigVector<NodeId> slot_node_;
+  BigVector<uint32_t> parent_head_;
   UnionFind unionfind_;
   // Hash-cons: (hash << 32 | node), empty when the low word is kNoId.
-  std::vector<uint64_t> table_;
+  BigVector<uint64_t> table_;
   size_t table_used_ = 0;
 
-  std::vector<NodeId> pending_;
-  std::vector<NodeId> analysis_pending_;
-  std::vector<EClassId> modify_pending_;
+  BigVector<NodeId> pending_;
+  BigVector<NodeId> analysis_pending_;
+  BigVector<EClassId> modify_pending_;
   size_t live_nodes_ = 0;
   size_t num_classes_ = 0;
   bool clean_ = true;
 
   // Read indexes (rebuilt by build_indexes).
-  std::vector<EClassId> class_list_;
-  std::vector<uint32_t> class_begin_;
-  std::vector<NodeId> class_nodes_;
-  std::vector<uint32_t> op_begin_;
-  std::vector<EClassId> op_classes_;
+  BigVector<EClassId> class_list_;
+  BigVector<uint32_t> class_begin_;
+  BigVector<NodeId> class_nodes_;
+  BigVector<uint32_t> op_begin_;
+  BigVector<EClassId> op_classes_;
 };
 
 }  // namespace eqfuse::egraph

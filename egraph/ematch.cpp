@@ -238,7 +238,7 @@ Matches Query::search(const EGraph& egraph, int threads, size_t max_matches,
   out.data.reserve(total);
   for (Matches& p : parts) {
     out.data.insert(out.data.end(), p.data.begin(), p.data.end());
-    std::vector<uint32_t>().swap(p.data);
+    BigVector<uint32_t>().swap(p.data);
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "egraph/big_vector.h"
 #include "egraph/pattern.h"
 
 namespace eqfuse::egraph {
@@ -23,7 +24,7 @@ namespace eqfuse::egraph {
 // per variable of the rule's VarTable. Stored flat: one allocation for all matches.
 struct Matches {
   size_t stride = 1;
-  std::vector<uint32_t> data;
+  BigVector<uint32_t> data;
   bool timed_out = false;  // the search passed its deadline; the matches are a partial set
   size_t size() const { return data.size() / stride; }
   EClassId root(size_t i) const { return data[i * stride]; }

@@ -125,6 +125,15 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
     it.search_seconds = since(phase);
 
     // Apply, checking limits as we go: the e-graph grows here, not in search.
+    {
+      size_t total = 0;
+      for (const Matches& m : found) total += m.size();
+      size_t room =
+          std::min(total * 2, limits.nodes == std::numeric_limits<size_t>::max()
+                                  ? total * 2
+                                  : limits.nodes - std::min(limits.nodes, egraph.num_nodes()) + 64);
+      egraph.reserve(room, room * 2);
+    }
     const size_t slots_before = egraph.num_node_slots();
     const size_t classes_before = egraph.num_classes();
     phase = Clock::now();
@@ -151,7 +160,7 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
           }
         }
       }
-      std::vector<uint32_t>().swap(found[r].data);  // applied: free as we go
+      BigVector<uint32_t>().swap(found[r].data);  // applied: free as we go
       report.rules[r].applications += applied;
       report.rules[r].apply_seconds += since(t);
       it.applications += applied;

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "egraph/big_vector.h"
+
 namespace eqfuse::egraph {
 
 class UnionFind {
@@ -18,8 +20,10 @@ class UnionFind {
   }
   size_t size() const { return parent_.size(); }
   void reserve(size_t n) {
-    parent_.reserve(n);
-    size_.reserve(n);
+    if (n > parent_.capacity()) {
+      parent_.reserve(n);
+      size_.reserve(n);
+    }
   }
 
   // Read-only find (safe while other threads read too).
@@ -49,8 +53,8 @@ class UnionFind {
   size_t memory_bytes() const { return (parent_.capacity() + size_.capacity()) * 4; }
 
  private:
-  std::vector<uint32_t> parent_;
-  std::vector<uint32_t> size_;
+  BigVector<uint32_t> parent_;
+  BigVector<uint32_t> size_;
 };
 
 }  // namespace eqfuse::egraph
