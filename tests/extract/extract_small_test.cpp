@@ -1,0 +1,108 @@
+// Greedy, DAG-aware and ILP extraction on hand-made e-graphs (no shared data needed).
+#include <catch2/catch.hpp>
+
+#include "extract/dag.h"
+#include "extract/greedy.h"
+#include "extract/ilp.h"
+#include "support/error.h"
+#include "tests/extract/small_problems.h"
+#include "tests/extract/validator.h"
+
+using namespace eqfuse;
+using namespace eqfuse::extract;
+using eqfuse::test::problem_from_text;
+using eqfuse::test::to_choice_map;
+
+namespace {
+void check_valid(const char* text, const SerializedProblem& sp, const ExtractionResult& r) {
+  auto v = test::validate_choice(egraph::parse_serialized_egraph(text), to_choice_map(sp, r));
+  INFO(v.error);
+  REQUIRE(v.ok);
+  CHECK(v.dag_cost == Approx(r.dag_cost).margin(1e-12));
+}
+std::string chosen(const SerializedProblem& sp, const ExtractionResult& r, const char* eclass) {
+  auto m = to_choice_map(sp, r);
+  auto it = m.find(eclass);
+  return it == m.end() ? "" : it->second;
+}
+}  // namespace
+
+TEST_CASE("greedy takes the tree-optimal term, DAG-aware methods share", "[extract]") {
+  auto sp = problem_from_text(test::kSharedSubterm);
+  auto greedy = extract_greedy(sp.problem);
+  check_valid(test::kSharedSubterm, sp, greedy);
+  CHECK(greedy.dag_cost == 14);
+  CHECK(greedy.tree_cost == 14);
+  CHECK_FALSE(greedy.optimal);
+  CHECK_FALSE(greedy.bound.has_value());
+
+  auto dag = extract_dag(sp.problem);
+  check_valid(test::kSharedSubterm, sp, dag);
+  CHECK(dag.dag_cost == 12);
+  CHECK(dag.tree_cost == 22);  // X counted once per use
+  CHECK_FALSE(dag.bound.has_value());
+
+  auto ilp = extract_ilp(sp.problem);
+  check_valid(test::kSharedSubterm, sp, ilp);
+  CHECK(ilp.dag_cost == 12);
+  CHECK(ilp.optimal);
+  REQUIRE(ilp.bound.has_value());
+  CHECK(*ilp.bound == Approx(12));
+}
+
+TEST_CASE("ILP improves a poor warm start", "[extract]") {
+  auto sp = problem_from_text(test::kSharedSubterm);
+  IlpOptions options;
+  options.warm_start = extract_greedy(sp.problem).choice;
+  auto ilp = extract_ilp(sp.problem, options);
+  check_valid(test::kSharedSubterm, sp, ilp);
+  CHECK(ilp.dag_cost == 12);
+  CHECK(ilp.optimal);
+}
+
+TEST_CASE("cyclic e-graphs give acyclic choices", "[extract]") {
+  auto sp = problem_from_text(test::kCycles);
+  for (auto* method : {"greedy", "dag", "ilp"}) {
+    INFO(method);
+    ExtractionResult r = std::string(method) == "greedy" ? extract_greedy(sp.problem)
+                         : std::string(method) == "dag"  ? extract_dag(sp.problem)
+                                                         : extract_ilp(sp.problem);
+    check_valid(test::kCycles, sp, r);
+    // Best: R(1) + A=f(B)(0) + B=leaf(1) + C=leaf(2).
+    CHECK(r.dag_cost == 4);
+    CHECK(chosen(sp, r, "C") == "c2");
+    CHECK(chosen(sp, r, "B") == "b2");
+    CHECK(chosen(sp, r, "U").empty());  // unreachable: not chosen, and not an error
+  }
+}
+
+TEST_CASE("ties go to the first e-node in file order", "[extract]") {
+  auto sp = problem_from_text(test::kTie);
+  CHECK(chosen(sp, extract_greedy(sp.problem), "T") == "t2");
+  CHECK(chosen(sp, extract_dag(sp.problem), "T") == "t2");
+  CHECK(extract_ilp(sp.problem).dag_cost == 1);
+}
+
+TEST_CASE("a root without a finite term is an error", "[extract]") {
+  auto sp = problem_from_text(test::kNoFiniteTerm);
+  CHECK_THROWS_AS(extract_greedy(sp.problem), Error);
+  CHECK_THROWS_AS(extract_dag(sp.problem), Error);
+  CHECK_THROWS_AS(extract_ilp(sp.problem), Error);
+}
+
+TEST_CASE("the problem rejects bad costs and indices", "[extract]") {
+  ExtractionProblem p;
+  ClassIndex a = p.add_class();
+  std::vector<ClassIndex> none, bad{7};
+  CHECK_THROWS_AS(p.add_node(a, -1, none), Error);
+  CHECK_THROWS_AS(p.add_node(a, std::numeric_limits<double>::infinity(), none), Error);
+  CHECK_THROWS_AS(p.add_node(a, 1, bad), Error);
+  CHECK_THROWS_AS(p.add_root(3), Error);
+  NodeIndex n = p.add_node(a, 2, none);
+  p.add_root(a);
+  Choice c{n};
+  CHECK(is_valid_choice(p, c));
+  CHECK(dag_cost(p, c) == 2);
+  CHECK_FALSE(is_valid_choice(p, Choice{kNoNode}));
+  CHECK_THROWS_AS(dag_cost(p, Choice{kNoNode}), Error);
+}
