@@ -41,10 +41,9 @@ uint32_t EGraph::hash_node(Symbol op, AttrId attrs, std::span<const EClassId> ch
 
 bool EGraph::node_equals(NodeId n, Symbol op, AttrId attrs,
                          std::span<const EClassId> children) const {
-  if (ops_[n] != op || attrs_[n] != attrs) return false;
-  uint32_t begin = child_begin_[n];
-  if (child_begin_[n + 1] - begin != children.size()) return false;
-  const EClassId* mine = children_.data() + begin;
+  const NodeRecord& rec = nodes_[n];
+  if (rec.op != op || rec.attrs != attrs || rec.end - rec.begin != children.size()) return false;
+  const EClassId* mine = children_.data() + rec.begin;
   for (size_t i = 0; i < children.size(); ++i)
     if (mine[i] != children[i]) return false;
   return true;
@@ -87,7 +86,7 @@ NodeId EGraph::find_or_insert(Symbol op, AttrId attrs, std::span<const EClassId>
 }
 
 void EGraph::erase_from_table(NodeId n) {
-  uint32_t h = hash_node(ops_[n], attrs_[n], children(n));
+  uint32_t h = hash_node(nodes_[n].op, nodes_[n].attrs, children(n));
   size_t mask = table_.size() - 1;
   size_t i = h & mask;
   while (entry_node(table_[i]) != n) i = (i + 1) & mask;
@@ -139,15 +138,13 @@ EClassId EGraph::add(Symbol op, AttrId attrs, std::span<const EClassId> children
   buf.resize(children.size());
   for (size_t i = 0; i < children.size(); ++i) buf.data[i] = unionfind_.find_mut(children[i]);
   std::span<const EClassId> canon(buf.data, children.size());
-  NodeId n = static_cast<NodeId>(ops_.size());
+  NodeId n = static_cast<NodeId>(nodes_.size());
   NodeId existing = find_or_insert(op, attrs, canon, n);
   if (existing != kNoId) return unionfind_.find_mut(existing);
 
-  ops_.push_back(op);
-  attrs_.push_back(attrs);
   uint32_t begin = static_cast<uint32_t>(children_.size());
   children_.insert(children_.end(), canon.begin(), canon.end());
-  child_begin_.push_back(static_cast<uint32_t>(children_.size()));
+  nodes_.push_back({op, attrs, begin, static_cast<uint32_t>(children_.size())});
   dead_.push_back(0);
   slot_next_.resize(children_.size());
   slot_node_.resize(children_.size(), n);
@@ -210,7 +207,7 @@ size_t EGraph::rebuild() {
       NodeId n = pending_.back();
       pending_.pop_back();
       if (dead_[n]) continue;
-      uint32_t begin = child_begin_[n], end = child_begin_[n + 1];
+      uint32_t begin = nodes_[n].begin, end = nodes_[n].end;
       bool changed = false;
       for (uint32_t s = begin; s < end && !changed; ++s)
         changed = unionfind_.find_mut(children_[s]) != children_[s];
@@ -218,7 +215,7 @@ size_t EGraph::rebuild() {
       erase_from_table(n);
       for (uint32_t s = begin; s < end; ++s) children_[s] = unionfind_.find_mut(children_[s]);
       std::span<const EClassId> canon(children_.data() + begin, end - begin);
-      NodeId m = find_or_insert(ops_[n], attrs_[n], canon, n);
+      NodeId m = find_or_insert(nodes_[n].op, nodes_[n].attrs, canon, n);
       if (m != kNoId && m != n) {
         // Congruence: n now equals m. Keep m, retire n.
         dead_[n] = 1;
@@ -249,19 +246,19 @@ size_t EGraph::rebuild() {
 
 void EGraph::build_indexes() {
   unionfind_.compress_all();
-  const size_t n_nodes = ops_.size();
+  const size_t n_nodes = nodes_.size();
   Symbol max_op = 0;
   for (NodeId n = 0; n < n_nodes; ++n)
-    if (!dead_[n]) max_op = std::max(max_op, ops_[n]);
+    if (!dead_[n]) max_op = std::max(max_op, nodes_[n].op);
   // Counting sort of live nodes by op, then a stable counting sort by class: each class's nodes
   // come out sorted by (op, NodeId).
   std::vector<uint32_t> by_op_begin(max_op + 2, 0);
   for (NodeId n = 0; n < n_nodes; ++n)
-    if (!dead_[n]) ++by_op_begin[ops_[n] + 1];
+    if (!dead_[n]) ++by_op_begin[nodes_[n].op + 1];
   for (size_t i = 1; i < by_op_begin.size(); ++i) by_op_begin[i] += by_op_begin[i - 1];
   BigVector<NodeId> by_op(live_nodes_);
   for (NodeId n = 0; n < n_nodes; ++n)
-    if (!dead_[n]) by_op[by_op_begin[ops_[n]]++] = n;
+    if (!dead_[n]) by_op[by_op_begin[nodes_[n].op]++] = n;
 
   class_begin_.assign(n_nodes + 1, 0);
   for (NodeId n : by_op) ++class_begin_[unionfind_.find(n) + 1];
@@ -284,7 +281,7 @@ void EGraph::build_indexes() {
   for (EClassId c : class_list_) {
     Symbol last = kNoId;
     for (NodeId n : class_nodes(c))
-      if (ops_[n] != last) ++op_begin_[(last = ops_[n]) + 1];
+      if (nodes_[n].op != last) ++op_begin_[(last = nodes_[n].op) + 1];
   }
   for (size_t i = 1; i < op_begin_.size(); ++i) op_begin_[i] += op_begin_[i - 1];
   op_classes_.resize(op_begin_.back());
@@ -292,7 +289,7 @@ void EGraph::build_indexes() {
   for (EClassId c : class_list_) {
     Symbol last = kNoId;
     for (NodeId n : class_nodes(c))
-      if (ops_[n] != last) op_classes_[cursor[last = ops_[n]]++] = c;
+      if (nodes_[n].op != last) op_classes_[cursor[last = nodes_[n].op]++] = c;
   }
 }
 
@@ -300,9 +297,7 @@ void EGraph::reserve(size_t nodes, size_t child_slots) {
   auto grow = [](auto& v, size_t extra) {
     if (v.size() + extra > v.capacity()) v.reserve(v.size() + extra);
   };
-  grow(ops_, nodes);
-  grow(attrs_, nodes);
-  grow(child_begin_, nodes);
+  grow(nodes_, nodes);
   grow(dead_, nodes);
   grow(parent_head_, nodes);
   grow(children_, child_slots);
@@ -313,10 +308,10 @@ void EGraph::reserve(size_t nodes, size_t child_slots) {
 
 size_t EGraph::memory_bytes() const {
   auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
-  return bytes(ops_) + bytes(attrs_) + bytes(child_begin_) + bytes(children_) + bytes(dead_) +
-         bytes(slot_next_) + bytes(slot_node_) + bytes(parent_head_) + unionfind_.memory_bytes() +
-         bytes(table_) + bytes(pending_) + bytes(analysis_pending_) + bytes(class_list_) +
-         bytes(class_begin_) + bytes(class_nodes_) + bytes(op_begin_) + bytes(op_classes_);
+  return bytes(nodes_) + bytes(children_) + bytes(dead_) + bytes(slot_next_) + bytes(slot_node_) +
+         bytes(parent_head_) + unionfind_.memory_bytes() + bytes(table_) + bytes(pending_) +
+         bytes(analysis_pending_) + bytes(class_list_) + bytes(class_begin_) + bytes(class_nodes_) +
+         bytes(op_begin_) + bytes(op_classes_);
 }
 
 }  // namespace eqfuse::egraph

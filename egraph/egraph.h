@@ -101,13 +101,13 @@ class EGraph {
   size_t num_classes() const { return num_classes_; }
   // Every node ever created, including ones later found equal to another (an upper bound of
   // num_nodes that is exact at every moment: the runner's node limit reads it mid-iteration).
-  size_t num_node_slots() const { return ops_.size(); }
+  size_t num_node_slots() const { return nodes_.size(); }
 
   // Node access by NodeId.
-  Symbol op(NodeId n) const { return ops_[n]; }
-  AttrId attrs(NodeId n) const { return attrs_[n]; }
+  Symbol op(NodeId n) const { return nodes_[n].op; }
+  AttrId attrs(NodeId n) const { return nodes_[n].attrs; }
   std::span<const EClassId> children(NodeId n) const {
-    return {children_.data() + child_begin_[n], child_begin_[n + 1] - child_begin_[n]};
+    return {children_.data() + nodes_[n].begin, nodes_[n].end - nodes_[n].begin};
   }
   bool is_live(NodeId n) const { return !dead_[n]; }
 
@@ -143,9 +143,14 @@ class EGraph {
 
   Analysis* analysis_;
   // Nodes.
-  BigVector<Symbol> ops_;
-  BigVector<AttrId> attrs_;
-  BigVector<uint32_t> child_begin_{0};
+  // One 16-byte record per node, so comparing a node in the hash-cons costs one cache line
+  // (plus one for its children).
+  struct NodeRecord {
+    Symbol op;
+    AttrId attrs;
+    uint32_t begin, end;  // children_[begin, end)
+  };
+  BigVector<NodeRecord> nodes_;
   BigVector<EClassId> children_;
   BigVector<uint8_t> dead_;
   // Parent rings: for each child slot, the next slot of the same ring, and its node; the head
