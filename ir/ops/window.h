@@ -1,0 +1,117 @@
+#pragma once
+// The sliding-window geometry that Conv, ConvTranspose and the pooling ops share: output sizes
+// and the begin/end padding of each spatial axis from kernel, strides, dilations, pads,
+// auto_pad (NOTSET, VALID, SAME_UPPER, SAME_LOWER) and ceil_mode, as ONNX states them. One
+// place, so every windowed op agrees on the edge cases.
+#include <string>
+#include <vector>
+
+#include "ir/ops/structured_common.h"
+
+namespace eqfuse::ir::structured {
+
+struct WindowAxis {
+  Dim out;  // unknown when the input dim is symbolic
+  int64_t kernel = 1, stride = 1, dilation = 1, pad_begin = 0, pad_end = 0;
+};
+
+// An int-list attribute with one entry per spatial axis, or `fallback` in each when absent.
+inline std::vector<int64_t> spatial_attr(const OpContext& ctx, const char* name, size_t n,
+                                         int64_t fallback) {
+  if (!ctx.has_attr(name)) return std::vector<int64_t>(n, fallback);
+  auto v = ctx.attr_ints(name);
+  if (v.empty()) return std::vector<int64_t>(n, fallback);
+  if (v.size() != n)
+    ctx.fail(std::string(name) + " has " + std::to_string(v.size()) + " entries for " +
+             std::to_string(n) + " spatial axes");
+  return v;
+}
+
+// Geometry of a strided window over `in` (spatial dims only) with the given kernel sizes.
+inline std::vector<WindowAxis> window_axes(const OpContext& ctx, const std::vector<Dim>& in,
+                                           const std::vector<int64_t>& kernel, bool ceil_mode) {
+  const size_t n = in.size();
+  if (kernel.size() != n)
+    ctx.fail("kernel has " + std::to_string(kernel.size()) + " spatial dims, input has " +
+             std::to_string(n));
+  auto strides = spatial_attr(ctx, "strides", n, 1);
+  auto dilations = spatial_attr(ctx, "dilations", n, 1);
+  std::vector<int64_t> pads(2 * n, 0);
+  if (ctx.has_attr("pads") && !ctx.attr_ints("pads").empty()) {
+    pads = ctx.attr_ints("pads");
+    if (pads.size() != 2 * n) ctx.fail("pads must have 2 entries per spatial axis");
+  }
+  std::string auto_pad = ctx.has_attr("auto_pad") ? ctx.attr_string("auto_pad") : "NOTSET";
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+      auto_pad != "SAME_LOWER")
+    ctx.fail("auto_pad '" + auto_pad + "' is not known");
+  std::vector<WindowAxis> axes(n);
+  for (size_t i = 0; i < n; ++i) {
+    WindowAxis& a = axes[i];
+    a.kernel = kernel[i];
+    a.stride = strides[i];
+    a.dilation = dilations[i];
+    if (a.kernel <= 0 || a.stride <= 0 || a.dilation <= 0)
+      ctx.fail("kernel, strides and dilations must be positive");
+    int64_t eff = a.dilation * (a.kernel - 1) + 1;
+    if (auto_pad == "NOTSET") {
+      a.pad_begin = pads[i];
+      a.pad_end = pads[n + i];
+    }
+    if (!in[i].is_static()) {
+      a.out = Dim::unknown();
+      continue;
+    }
+    int64_t x = in[i].value();
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      int64_t out = (x + a.stride - 1) / a.stride;
+      int64_t total = std::max<int64_t>(0, (out - 1) * a.stride + eff - x);
+      a.pad_begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      a.pad_end = total - a.pad_begin;
+      a.out = Dim(out);
+      continue;
+    }
+    int64_t span = x + a.pad_begin + a.pad_end - eff;
+    if (span < 0)
+      ctx.fail("the window (" + std::to_string(eff) + ") is larger than the padded input (" +
+               std::to_string(x + a.pad_begin + a.pad_end) + ")");
+    int64_t out = (ceil_mode ? (span + a.stride - 1) / a.stride : span / a.stride) + 1;
+    // A window that would start in the end padding is dropped (ceil_mode only).
+    if (ceil_mode && (out - 1) * a.stride >= x + a.pad_begin) --out;
+    a.out = Dim(out);
+  }
+  return axes;
+}
+
+// Output dims of all axes (for kernels, where the input is static).
+inline std::vector<int64_t> window_out_dims(const std::vector<WindowAxis>& axes) {
+  std::vector<int64_t> out;
+  for (const WindowAxis& a : axes) out.push_back(a.out.value());
+  return out;
+}
+
+// Spatial axes padded to three (leading axes of size 1, stride 1, no padding) so that one loop
+// nest serves 1-D, 2-D and 3-D windows. `in` and `out` are the spatial sizes the window maps
+// between (for ConvTranspose, its input and output).
+struct Window3 {
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1},
+          d[3] = {1, 1, 1}, p[3] = {0, 0, 0}, p_end[3] = {0, 0, 0};
+};
+
+inline Window3 to_window3(const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                          const std::vector<WindowAxis>& axes) {
+  Window3 g;
+  size_t off = 3 - in.size();
+  for (size_t i = 0; i < in.size(); ++i) {
+    g.in[off + i] = in[i];
+    g.out[off + i] = out[i];
+    g.k[off + i] = axes[i].kernel;
+    g.s[off + i] = axes[i].stride;
+    g.d[off + i] = axes[i].dilation;
+    g.p[off + i] = axes[i].pad_begin;
+    g.p_end[off + i] = axes[i].pad_end;
+  }
+  return g;
+}
+
+}  // namespace eqfuse::ir::structured
