@@ -1,0 +1,219 @@
+#include "optimizer/tensor_analysis.h"
+
+#include "egraph/symbol.h"
+#include "ir/interpreter.h"
+#include "rules/attr_codec.h"
+#include "rules/condition.h"
+
+namespace eqfuse::optimizer {
+
+using egraph::AttrId;
+using egraph::EClassId;
+using egraph::NodeId;
+
+void TensorAnalysis::add_input(const std::string& name, ir::TensorType type) {
+  inputs_[name] = {std::move(type), nullptr};
+}
+
+void TensorAnalysis::add_weight(const std::string& name, ir::TensorType type,
+                                std::shared_ptr<const ir::Tensor> data) {
+  weights_[name] = {std::move(type), std::move(data)};
+}
+
+void TensorAnalysis::add_kept_node(const std::string& key, KeptNode node) {
+  kept_[key] = std::move(node);
+}
+
+const TensorAnalysis::KeptNode* TensorAnalysis::kept_node(const std::string& key) const {
+  auto it = kept_.find(key);
+  return it == kept_.end() ? nullptr : &it->second;
+}
+
+const TensorData& TensorAnalysis::data(EClassId c) const {
+  static const TensorData none;
+  return c < data_.size() ? data_[c] : none;
+}
+
+void TensorAnalysis::remember_attributes(AttrId attrs, ir::Attributes value) {
+  remembered_[attrs] = std::move(value);
+}
+
+std::optional<ir::Attributes> TensorAnalysis::attributes(AttrId attrs, const ir::OpDef& def) const {
+  auto known = remembered_.find(attrs);
+  if (known != remembered_.end()) return known->second;
+  uint64_t key = (static_cast<uint64_t>(attrs) << 32) ^ reinterpret_cast<uintptr_t>(&def);
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  auto it = decoded_.find(key);
+  if (it != decoded_.end()) return it->second;
+  std::optional<ir::Attributes> out = ir::Attributes();
+  for (const auto& [k, v] : egraph::attr_list(attrs)) {
+    std::string_view name = egraph::symbol_name(k);
+    const ir::AttrSpec* spec = def.find_attr(name);
+    std::optional<ir::AttrValue> value;
+    if (spec) value = rules::decode_attr(egraph::symbol_name(v), spec->kind);
+    if (!value) {
+      out.reset();
+      break;
+    }
+    out->set(std::string(name), std::move(*value));
+  }
+  decoded_.emplace(key, out);
+  return out;
+}
+
+std::string TensorAnalysis::leaf_name(AttrId attrs) const {
+  const egraph::AttrList& list = egraph::attr_list(attrs);
+  if (list.size() != 1) return {};
+  auto v = rules::decode_attr(egraph::symbol_name(list[0].second), ir::AttrKind::String);
+  return v ? std::get<std::string>(*v) : std::string();
+}
+
+TensorData TensorAnalysis::compute(const egraph::EGraph& egraph, NodeId n) const {
+  TensorData out;
+  std::string_view op = egraph::symbol_name(egraph.op(n));
+  auto children = egraph.children(n);
+  AttrId attrs = egraph.attrs(n);
+  auto leaf = [&](const std::unordered_map<std::string, Leaf>& table) {
+    auto it = table.find(leaf_name(attrs));
+    if (it == table.end()) return;
+    out.valid = true;
+    out.types = {it->second.type};
+    const auto& v = it->second.value;
+    if (v && v->numel() <= kMaxConstantElements) out.value = v;
+  };
+  if (op == kInputOp) {
+    leaf(inputs_);
+    return out;
+  }
+  if (op == kWeightOp) {
+    leaf(weights_);
+    return out;
+  }
+  if (op == kNoneOp) {
+    out.none = true;
+    return out;
+  }
+  if (op == egraph::kProjOp) {
+    if (children.size() != 1) return out;
+    const TensorData& tuple = data(egraph.find(children[0]));
+    auto index = rules::decode_attr(egraph::attr_list(attrs).empty()
+                                        ? ""
+                                        : egraph::symbol_name(egraph::attr_list(attrs)[0].second),
+                                    ir::AttrKind::Int);
+    if (!tuple.valid || !tuple.tuple || !index) return out;
+    auto k = std::get<int64_t>(*index);
+    if (k < 0 || static_cast<size_t>(k) >= tuple.types.size()) return out;
+    out.valid = true;
+    out.types = {tuple.types[static_cast<size_t>(k)]};
+    return out;
+  }
+  // A kept node: its types are the graph's.
+  for (const auto& [k, v] : egraph::attr_list(attrs)) {
+    if (egraph::symbol_name(k) != kNodeKey) continue;
+    auto name = rules::decode_attr(egraph::symbol_name(v), ir::AttrKind::String);
+    const KeptNode* kept = name ? kept_node(std::get<std::string>(*name)) : nullptr;
+    if (!kept) return out;
+    out.valid = true;
+    out.types = kept->types;
+    out.tuple = kept->types.size() > 1;
+    return out;
+  }
+  const ir::OpDef* def = ir::find_op(op);
+  if (!def || !def->infer) return out;
+  auto decoded = attributes(attrs, *def);
+  if (!decoded) return out;
+  ir::Node node;
+  node.op_type = def->name;
+  node.def = def;
+  node.attrs = std::move(*decoded);
+  std::vector<const ir::TensorType*> input_types;
+  std::vector<const ir::Tensor*> input_values;
+  bool all_constant = true;
+  for (EClassId child : children) {
+    const TensorData& d = data(egraph.find(child));
+    if (d.none) {
+      input_types.push_back(nullptr);
+      input_values.push_back(nullptr);
+      continue;
+    }
+    if (!d.type()) return out;
+    input_types.push_back(d.type());
+    input_values.push_back(d.value.get());
+    all_constant = all_constant && d.value;
+  }
+  auto n_in = static_cast<int>(children.size());
+  if (n_in < def->min_inputs || (def->max_inputs >= 0 && n_in > def->max_inputs)) return out;
+  for (const ir::AttrSpec& spec : def->attrs)
+    if (spec.required && !node.attrs.has(spec.name)) return out;
+  size_t count = rules::op_output_count(*def, node.attrs);
+  if (count == 0) return out;
+  for (size_t i = 0; i < children.size(); ++i) node.inputs.push_back(static_cast<ir::ValueId>(i));
+  node.outputs.resize(count, 0);
+  ir::OpContext ctx{node, *def, input_types, input_values};
+  try {
+    std::vector<ir::TensorType> types = def->infer(ctx);
+    if (types.size() < count) return out;
+    types.resize(count);
+    out.valid = true;
+    out.tuple = rules::is_tuple_op(*def, node.attrs);
+    out.types = std::move(types);
+  } catch (const std::exception&) {
+    return out;
+  }
+  // Fold small constants, so conditions on constant leaves see through Constant, Cast, ...
+  if (!out.tuple && all_constant && def->kernel && out.types[0].shape.is_static() &&
+      *out.types[0].shape.numel() <= kMaxConstantElements) {
+    std::vector<const ir::Tensor*> inputs(input_values.begin(), input_values.end());
+    try {
+      static const ir::Graph empty;
+      std::vector<ir::Tensor> values = ir::evaluate_node(empty, node, inputs);
+      if (!values.empty()) out.value = std::make_shared<const ir::Tensor>(std::move(values[0]));
+    } catch (const std::exception&) {
+    }
+  }
+  return out;
+}
+
+void TensorAnalysis::make(const egraph::EGraph& egraph, NodeId n) {
+  if (data_.size() <= n) data_.resize(n + 1);
+  data_[n] = compute(egraph, n);
+}
+
+egraph::DidMerge TensorAnalysis::merge(EClassId into, EClassId from) {
+  if (data_.size() <= std::max(into, from)) data_.resize(std::max(into, from) + 1);
+  TensorData& a = data_[into];
+  TensorData& b = data_[from];
+  egraph::DidMerge did;
+  if (!a.valid && b.valid) {
+    a = b;
+    did.into_changed = true;
+  } else if (a.valid && !b.valid) {
+    did.from_changed = true;
+  }
+  if (a.valid && !a.value && b.value && !a.tuple) {
+    a.value = b.value;
+    did.into_changed = true;
+  } else if (a.value && !b.value) {
+    did.from_changed = true;
+  }
+  return did;
+}
+
+bool TensorAnalysis::join(const egraph::EGraph& egraph, EClassId c, NodeId n) {
+  if (data_.size() <= c) data_.resize(c + 1);
+  TensorData& a = data_[c];
+  if (a.valid && (a.value || a.tuple)) return false;
+  TensorData d = compute(egraph, n);
+  bool changed = false;
+  if (!a.valid && d.valid) {
+    a = std::move(d);
+    return true;
+  }
+  if (a.valid && !a.value && d.valid && d.value) {
+    a.value = d.value;
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace eqfuse::optimizer
