@@ -85,6 +85,13 @@ class EGraph {
   // The class of an equal node if there is one (canonical), else kNoId.
   EClassId lookup(Symbol op, AttrId attrs, std::span<const EClassId> children) const;
 
+  // Hints that `add`/`lookup` of this node (children canonical) comes soon: fetches its
+  // hash-cons slot into cache. The runner calls it a few matches ahead of applying.
+  void prefetch(Symbol op, AttrId attrs, std::span<const EClassId> children) const {
+    if (table_.empty()) return;
+    __builtin_prefetch(&table_[hash_node(op, attrs, children) & (table_.size() - 1)]);
+  }
+
   EClassId find(EClassId id) const { return unionfind_.find(id); }
   EClassId find_mut(EClassId id) { return unionfind_.find_mut(id); }
   // Unites two classes; returns false if they were already one. Congruence is restored by

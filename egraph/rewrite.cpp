@@ -6,6 +6,23 @@ void PatternApplier::apply(EGraph& egraph, EClassId root, Subst subst) const {
   egraph.merge(root, rhs_.instantiate(egraph, subst));
 }
 
+void PatternApplier::prefetch(const EGraph& egraph, Subst subst) const {
+  // The first node built is the first one in post-order with only variable children.
+  for (const PatternNode& node : rhs_.nodes()) {
+    if (node.is_var() || node.attrs_id == kNoId || node.children.size() > 4) continue;
+    EClassId kids[4];
+    bool ground = true;
+    for (size_t k = 0; k < node.children.size() && ground; ++k) {
+      const PatternNode& child = rhs_.nodes()[node.children[k]];
+      ground = child.is_var();
+      if (ground) kids[k] = subst[child.var];
+    }
+    if (!ground) continue;
+    egraph.prefetch(node.op, node.attrs_id, std::span<const EClassId>(kids, node.children.size()));
+    return;
+  }
+}
+
 void MultiPatternApplier::apply(EGraph& egraph, EClassId, Subst subst) const {
   uint32_t local[32];
   std::vector<uint32_t> heap;

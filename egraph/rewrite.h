@@ -22,6 +22,8 @@ class Applier {
   // Applies one match: adds terms, merges classes. `subst` has one entry per rule variable
   // (kNoId for variables the left-hand side does not bind).
   virtual void apply(EGraph& egraph, EClassId root, Subst subst) const = 0;
+  // Optional: touch what apply(subst) will read first (see EGraph::prefetch).
+  virtual void prefetch(const EGraph& /*egraph*/, Subst /*subst*/) const {}
 };
 
 // Adds the right-hand side and merges it with the matched root.
@@ -29,6 +31,7 @@ class PatternApplier : public Applier {
  public:
   explicit PatternApplier(Pattern rhs) : rhs_(std::move(rhs)) {}
   void apply(EGraph& egraph, EClassId root, Subst subst) const override;
+  void prefetch(const EGraph& egraph, Subst subst) const override;
   const Pattern& rhs() const { return rhs_; }
 
  private:

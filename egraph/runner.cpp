@@ -142,7 +142,10 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
       const Rewrite& rw = rules[r];
       Clock::time_point t = Clock::now();
       size_t applied = 0;
+      constexpr size_t kAhead = 8;
+      const Applier& applier = *rw.applier;
       for (size_t i = 0, n = found[r].size(); i < n; ++i) {
+        if (i + kAhead < n) applier.prefetch(egraph, found[r].subst(i + kAhead));
         applied += rw.apply(egraph, found[r].root(i), found[r].subst(i));
         if (egraph.num_nodes() >= limits.nodes) {
           stop = StopReason::NodeLimit;
