@@ -206,6 +206,12 @@ size_t EGraph::rebuild() {
     while (!pending_.empty()) {
       NodeId n = pending_.back();
       pending_.pop_back();
+      if (pending_.size() > 8) {
+        // Pending nodes are scattered; fetch the record of one we will repair soon.
+        NodeId ahead = pending_[pending_.size() - 8];
+        __builtin_prefetch(&nodes_[ahead]);
+        __builtin_prefetch(&dead_[ahead]);
+      }
       if (dead_[n]) continue;
       uint32_t begin = nodes_[n].begin, end = nodes_[n].end;
       bool changed = false;
