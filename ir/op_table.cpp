@@ -164,6 +164,11 @@ ScalarExprPtr node_scalar_expr(const OpContext& ctx) {
   });
 }
 
+std::shared_ptr<const IndexExpr> node_index_expr(const OpContext& ctx) {
+  if (ctx.def.index_for_node) return ctx.def.index_for_node(ctx);
+  return ctx.def.index;
+}
+
 double element_count(const TensorType& type) {
   if (!type.shape.has_rank()) return 1;
   double n = 1;

@@ -106,6 +106,9 @@ struct OpDef {
   // (variadic Sum/Max/Min/Mean fold over the node's inputs; Clip takes its bounds from inputs or
   // attributes): returns that node's expression, attributes bound. See node_scalar_expr().
   std::function<ScalarExprPtr(const OpContext&)> scalar_for_node;
+  // Structured ops whose index expression depends on the node's shapes and attributes (MatMul's
+  // batch broadcasting, a Reduce's axes): builds it for a node with static input shapes.
+  std::function<std::shared_ptr<const IndexExpr>(const OpContext&)> index_for_node;
 
   const AttrSpec* find_attr(std::string_view attr) const;
 };
@@ -119,6 +122,10 @@ const std::vector<const OpDef*>& all_ops();
 // attribute reference bound to the node's attribute (or the schema default). nullptr for ops
 // that have no scalar meaning.
 ScalarExprPtr node_scalar_expr(const OpContext& ctx);
+
+// The index expression of a structured node: index_for_node(ctx) when set, else `index`;
+// nullptr when the op has none. Needs static input shapes.
+std::shared_ptr<const IndexExpr> node_index_expr(const OpContext& ctx);
 
 // Element and byte counts of a type for work estimates; a dynamic dim counts as 1.
 double element_count(const TensorType& type);

@@ -2,13 +2,14 @@
 // Gemm. The kernels accumulate every dot product in double (int64 for integer matrices), so the
 // interpreter stays an exact reference, and run rows in parallel with a cache-friendly i-k-j
 // loop order, which keeps resnet18's classifier and BERT's projections fast enough.
-// Their meaning as index expressions is in contraction_meaning.cpp (ir/index_expr.h).
+// Their meaning is stated as index expressions (ir/index_expr.h), built per node.
 #include <fmt/format.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
 
 #include "ir/broadcast.h"
+#include "ir/index_expr.h"
 #include "ir/op_table.h"
 
 namespace eqfuse::ir {
@@ -289,6 +290,79 @@ std::vector<Tensor> kernel_gemm(const OpContext& ctx) {
   return {out};
 }
 
+// ---- Meanings ----
+
+std::vector<int64_t> static_dims_of(const OpContext& ctx, size_t input) {
+  const TensorType& t = ctx.input_type(input);
+  if (!t.shape.is_static()) ctx.fail("an index expression needs static shapes, got " + t.str());
+  return t.shape.static_dims();
+}
+
+// out[batch..., i, j] = sum_k A[batch'..., i, k] * B[batch''..., k, j]; a batch dim of size 1
+// that broadcasts reads index 0.
+std::shared_ptr<const IndexExpr> matmul_meaning(const OpContext& ctx) {
+  std::vector<int64_t> a = static_dims_of(ctx, 0), b = static_dims_of(ctx, 1);
+  std::vector<TensorType> out = infer_matmul(ctx);
+  auto e = std::make_shared<IndexExpr>();
+  e->output_dims = out[0].shape.static_dims();
+  bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  int64_t k = a.back();
+  size_t n_out = e->output_dims.size();
+  size_t n_batch = n_out - (a_vec ? 0 : 1) - (b_vec ? 0 : 1);
+  int i_var = static_cast<int>(n_batch), j_var = static_cast<int>(n_batch) + (a_vec ? 0 : 1);
+  int k_var = static_cast<int>(n_out);
+  e->reduction_extents = {k};
+  auto batch_access = [&](const std::vector<int64_t>& dims, size_t own_batch, IndexAccess& acc) {
+    for (size_t d = 0; d < own_batch; ++d) {
+      size_t out_d = n_batch - own_batch + d;
+      bool broadcast = dims[d] == 1 && e->output_dims[out_d] != 1;
+      acc.indices.push_back(broadcast ? AffineIndex::constant_index(0)
+                                      : AffineIndex::var(static_cast<int>(out_d)));
+    }
+  };
+  IndexAccess xa{0, {}}, xb{1, {}};
+  batch_access(a, a_vec ? 0 : a.size() - 2, xa);
+  if (!a_vec) xa.indices.push_back(AffineIndex::var(i_var));
+  xa.indices.push_back(AffineIndex::var(k_var));
+  batch_access(b, b_vec ? 0 : b.size() - 2, xb);
+  xb.indices.push_back(AffineIndex::var(k_var));
+  if (!b_vec) xb.indices.push_back(AffineIndex::var(j_var));
+  e->accesses = {xa, xb};
+  e->body = sx::mul(sx::x(0), sx::x(1));
+  e->reduce = IndexReduce::Sum;
+  return e;
+}
+
+// out[i, j] = alpha * sum_k A'[i, k] * B'[k, j] + beta * C[i, j] (C broadcast).
+std::shared_ptr<const IndexExpr> gemm_meaning(const OpContext& ctx) {
+  std::vector<int64_t> a = static_dims_of(ctx, 0);
+  bool ta = ctx.attr_int("transA") != 0, tb = ctx.attr_int("transB") != 0;
+  auto e = std::make_shared<IndexExpr>();
+  e->output_dims = infer_gemm(ctx)[0].shape.static_dims();
+  e->reduction_extents = {ta ? a[0] : a[1]};
+  AffineIndex i = AffineIndex::var(0), j = AffineIndex::var(1), k = AffineIndex::var(2);
+  e->accesses = {IndexAccess{0, ta ? std::vector{k, i} : std::vector{i, k}},
+                 IndexAccess{1, tb ? std::vector{j, k} : std::vector{k, j}}};
+  e->body = sx::mul(sx::x(0), sx::x(1));
+  e->reduce = IndexReduce::Sum;
+  ScalarExprPtr alpha = sx::c(ctx.attr_float("alpha"));
+  if (ctx.has_input(2)) {
+    std::vector<int64_t> c = static_dims_of(ctx, 2);
+    IndexAccess xc{2, {}};
+    for (size_t d = 0; d < c.size(); ++d) {
+      size_t out_d = 2 - c.size() + d;
+      xc.indices.push_back(c[d] == 1 ? AffineIndex::constant_index(0)
+                                     : AffineIndex::var(static_cast<int>(out_d)));
+    }
+    e->finalize_accesses = {xc};
+    e->finalize =
+        sx::add(sx::mul(alpha, sx::x(0)), sx::mul(sx::c(ctx.attr_float("beta")), sx::x(1)));
+  } else {
+    e->finalize = sx::mul(alpha, sx::x(0));
+  }
+  return e;
+}
+
 }  // namespace
 
 void register_contraction_ops(OpTableBuilder& table) {
@@ -299,6 +373,7 @@ void register_contraction_ops(OpTableBuilder& table) {
   matmul.infer = infer_matmul;
   matmul.work = work_matmul;
   matmul.kernel = kernel_matmul;
+  matmul.index_for_node = matmul_meaning;
   table.add(std::move(matmul));
 
   OpDef gemm;
@@ -313,6 +388,7 @@ void register_contraction_ops(OpTableBuilder& table) {
   gemm.infer = infer_gemm;
   gemm.work = work_gemm;
   gemm.kernel = kernel_gemm;
+  gemm.index_for_node = gemm_meaning;
   table.add(std::move(gemm));
 }
 

@@ -10,7 +10,9 @@
 #include <limits>
 
 #include "ir/broadcast.h"
+#include "ir/index_expr.h"
 #include "ir/op_table.h"
+#include "ir/scalar_expr.h"
 
 namespace eqfuse::ir {
 
@@ -247,6 +249,78 @@ std::vector<Tensor> kernel_reduce(const OpContext& ctx, Reduce kind) {
   return {out};
 }
 
+// out[kept...] = finalize(reduce_{reduced...} body(x[...])), e.g. ReduceMean is
+// (div [sum x0[...]] N) and ReduceLogSumExp (log [sum (exp x0[...])]).
+std::shared_ptr<const IndexExpr> reduce_meaning(const OpContext& ctx, Reduce kind) {
+  const TensorType& t = ctx.input_type(0);
+  if (!t.shape.is_static()) ctx.fail("an index expression needs static shapes, got " + t.str());
+  std::vector<int64_t> dims = t.shape.static_dims();
+  ReduceAxes r = reduce_axes(ctx, static_cast<int64_t>(dims.size()));
+  if (!r.known) ctx.fail("an index expression needs constant axes");
+  auto e = std::make_shared<IndexExpr>();
+  IndexAccess x{0, {}};
+  if (r.noop) {
+    e->output_dims = dims;
+    for (size_t d = 0; d < dims.size(); ++d) x.indices.push_back(AffineIndex::var(int(d)));
+    e->accesses = {x};
+    e->body = sx::x(0);
+    return e;
+  }
+  e->output_dims = infer_reduce(ctx)[0].shape.static_dims();
+  bool keep = ctx.attr_int("keepdims") != 0;
+  int out_var = 0;
+  int red_var = static_cast<int>(e->output_dims.size());
+  int64_t count = 1;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (r.reduced[d]) {
+      e->reduction_extents.push_back(dims[d]);
+      count *= dims[d];
+      x.indices.push_back(AffineIndex::var(red_var++));
+      if (keep) ++out_var;
+    } else {
+      x.indices.push_back(AffineIndex::var(out_var++));
+    }
+  }
+  e->accesses = {x};
+  ScalarExprPtr x0 = sx::x(0);
+  e->reduce = IndexReduce::Sum;
+  e->body = x0;
+  switch (kind) {
+    case Reduce::Sum:
+      break;
+    case Reduce::Mean:
+      e->finalize = sx::div(x0, sx::c(static_cast<double>(count)));
+      break;
+    case Reduce::Max:
+      e->reduce = IndexReduce::Max;
+      break;
+    case Reduce::Min:
+      e->reduce = IndexReduce::Min;
+      break;
+    case Reduce::Prod:
+      e->reduce = IndexReduce::Prod;
+      break;
+    case Reduce::L1:
+      e->body = sx::abs(x0);
+      break;
+    case Reduce::L2:
+      e->body = sx::mul(x0, x0);
+      e->finalize = sx::sqrt(x0);
+      break;
+    case Reduce::SumSquare:
+      e->body = sx::mul(x0, x0);
+      break;
+    case Reduce::LogSum:
+      e->finalize = sx::log(x0);
+      break;
+    case Reduce::LogSumExp:
+      e->body = sx::exp(x0);
+      e->finalize = sx::log(x0);
+      break;
+  }
+  return e;
+}
+
 // ---- ArgMax / ArgMin ----
 
 std::vector<TensorType> infer_arg(const OpContext& ctx) {
@@ -376,6 +450,7 @@ void register_reduction_ops(OpTableBuilder& table) {
     d.infer = infer_reduce;
     d.work = work_reduce;
     d.kernel = [kind](const OpContext& ctx) { return kernel_reduce(ctx, kind); };
+    d.index_for_node = [kind](const OpContext& ctx) { return reduce_meaning(ctx, kind); };
     table.add(std::move(d));
   }
   for (bool is_max : {true, false}) {
