@@ -60,18 +60,24 @@ void gemm_columns(int64_t M, int64_t N, int64_t K, const float* A, const float* 
   }
 }
 
-// C[M, N] += A[M, K] * B[K, N]; column blocks run in parallel.
+// C[M, N] += A[M, K] * B[K, N]; tiles of 64 rows by kColBlock columns run in parallel (they
+// write disjoint parts of C), so small spatial outputs with many channels still spread out.
 void gemm(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C) {
-  int64_t blocks = (N + kColBlock - 1) / kColBlock;
-  if (M * N * K < (int64_t(1) << 18) || blocks == 1) {
+  constexpr int64_t kRowBlock = 64;
+  int64_t col_blocks = (N + kColBlock - 1) / kColBlock,
+          row_blocks = (M + kRowBlock - 1) / kRowBlock;
+  if (M * N * K < (int64_t(1) << 18) || col_blocks * row_blocks == 1) {
     gemm_columns(M, N, K, A, B, C, 0, N);
     return;
   }
-  tbb::parallel_for(
-      tbb::blocked_range<int64_t>(0, blocks), [&](const tbb::blocked_range<int64_t>& r) {
-        for (int64_t b = r.begin(); b < r.end(); ++b)
-          gemm_columns(M, N, K, A, B, C, b * kColBlock, std::min(N, (b + 1) * kColBlock));
-      });
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, row_blocks * col_blocks),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t t = r.begin(); t < r.end(); ++t) {
+                        int64_t i0 = (t / col_blocks) * kRowBlock, b = t % col_blocks;
+                        gemm_columns(std::min(kRowBlock, M - i0), N, K, A + i0 * K, B, C + i0 * N,
+                                     b * kColBlock, std::min(N, (b + 1) * kColBlock));
+                      }
+                    });
 }
 
 // ---- geometry ---------------------------------------------------------------------------

@@ -135,6 +135,18 @@ std::optional<std::vector<int64_t>> split_sizes(const OpContext& ctx, const Dim&
   return sizes;
 }
 
+// The number of outputs: the node's, else num_outputs, else the length of split.
+size_t split_parts(const OpContext& ctx) {
+  size_t parts = ctx.node.outputs.size();
+  if (parts == 0 && ctx.has_attr("num_outputs"))
+    parts = size_t(std::max<int64_t>(0, ctx.attr_int("num_outputs")));
+  if (parts == 0) {
+    if (auto split = ctx.ints_attr_or_input("split", 1)) parts = split->size();
+  }
+  if (parts == 0) ctx.fail("needs at least one output");
+  return parts;
+}
+
 void add_split(OpTableBuilder& table) {
   OpDef d;
   d.name = "Split";
@@ -147,7 +159,7 @@ void add_split(OpTableBuilder& table) {
   d.fusion = FusionClass::Layout;
   d.infer = [](const OpContext& ctx) {
     const TensorType& in = ctx.input_type(0);
-    size_t parts = ctx.node.outputs.size();
+    size_t parts = split_parts(ctx);
     if (!in.shape.has_rank()) return std::vector<TensorType>(parts, {in.dtype, Shape::unranked()});
     int64_t axis = axis_in(ctx, ctx.attr_int("axis"), int64_t(in.shape.rank()));
     auto sizes = split_sizes(ctx, in.shape[size_t(axis)], parts);
@@ -164,7 +176,7 @@ void add_split(OpTableBuilder& table) {
     const Tensor& x = value_of(ctx, 0);
     size_t r = x.rank();
     int64_t axis = axis_in(ctx, ctx.attr_int("axis"), int64_t(r));
-    auto sizes = split_sizes(ctx, Dim(x.dims()[size_t(axis)]), ctx.node.outputs.size());
+    auto sizes = split_sizes(ctx, Dim(x.dims()[size_t(axis)]), split_parts(ctx));
     if (!sizes) ctx.fail("needs constant split sizes");
     const size_t es = dtype_size(x.dtype());
     int64_t outer = prod(x.dims(), 0, size_t(axis));

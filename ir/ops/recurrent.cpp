@@ -68,6 +68,9 @@ std::vector<Activation> activations(const OpContext& ctx, Cell cell, int directi
       names.insert(names.end(), defaults.begin(), defaults.end());
   if (names.size() == per && directions == 2)
     names.insert(names.end(), defaults.begin(), defaults.end());
+  // ONNX's schema default for RNN lists two activations (forward and reverse) even for one
+  // direction; the first ones apply.
+  if (names.size() > per * size_t(directions)) names.resize(per * size_t(directions));
   if (names.size() != per * size_t(directions))
     ctx.fail("activations has " + std::to_string(names.size()) + " entries, expected " +
              std::to_string(per * size_t(directions)));

@@ -115,23 +115,26 @@ struct Tap {
   double weight;
 };
 
-// The input coordinate that output coordinate x maps to along one axis.
+// The input coordinate that output coordinate x maps to along one axis. As in ONNX's reference,
+// the output length in the formulas is scale * in (not rounded), which differs from the integer
+// output size when scales are given.
 double source_coordinate(const std::string& mode, double x, double scale, int64_t in, int64_t out,
                          double roi_start, double roi_end) {
+  double length = scale * double(in);
   if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (mode == "half_pixel_symmetric") {
-    double adjustment = double(out) / (scale * double(in));
+    double adjustment = double(out) / length;
     double center = double(in) / 2;
     double offset = center * (1 - adjustment);
     return offset + (x + 0.5) / scale - 0.5;
   }
-  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-  if (mode == "align_corners") return out == 1 ? 0.0 : x * double(in - 1) / double(out - 1);
+  if (mode == "pytorch_half_pixel") return length > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "align_corners") return length == 1 ? 0.0 : x * double(in - 1) / (length - 1);
   if (mode == "asymmetric") return x / scale;
+  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
   // tf_crop_and_resize
-  if (out > 1)
-    return roi_start * double(in - 1) +
-           x * (roi_end - roi_start) * double(in - 1) / double(out - 1);
+  if (length > 1)
+    return roi_start * double(in - 1) + x * (roi_end - roi_start) * double(in - 1) / (length - 1);
   return 0.5 * (roi_start + roi_end) * double(in - 1);
 }
 
