@@ -11,10 +11,8 @@
 // it, so a round trip keeps results identical). "class_data" is optional and kept verbatim;
 // other top-level fields are ignored. A node without "cost" costs 1.
 //
-// Build note: this file depends only on support/ and nlohmann_json. It is compiled into
-// eqfuse_extract (extract/CMakeLists.txt lists ../egraph/serialized_egraph.cpp) because the
-// extractor needed it before egraph/CMakeLists.txt existed; the e-graph module may list it
-// instead, and then extract/CMakeLists.txt must drop it (a source belongs to one library).
+// Build note: this file depends only on support/ and nlohmann_json, and is compiled into
+// eqfuse_egraph (egraph/CMakeLists.txt); eqfuse_extract reads e-graphs through that library.
 #include <filesystem>
 #include <string>
 #include <string_view>

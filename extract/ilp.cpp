@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "extract/dag.h"
@@ -25,11 +26,15 @@
 namespace eqfuse::extract {
 namespace {
 
+constexpr int32_t kLpRecord = 0x45514C50;     // then the LP bound (double)
+constexpr int32_t kFinalRecord = 0x45514642;  // then solution?, proven, bound, chosen columns
+
 struct CbcOutcome {
   bool finished = false;  // CBC ran to its end (optimal or its own time limit) in time
   bool proven = false;
   double bound = 0;
-  std::vector<char> chosen;  // per e-node column; empty when CBC found no solution
+  std::vector<char> chosen;        // per e-node column; empty when CBC found no solution
+  std::optional<double> lp_bound;  // the LP relaxation's optimum, a bound even if CBC is cut off
 };
 
 // Runs CBC in a child process. CBC overruns its own time limit by minutes on large e-graphs
@@ -54,6 +59,28 @@ CbcOutcome solve_isolated(const OsiClpSolverInterface& solver,
     int null_fd = open("/dev/null", O_WRONLY);
     dup2(null_fd, STDOUT_FILENO);
     dup2(null_fd, STDERR_FILENO);
+    // First the LP relaxation, so that a bound comes back even if CBC is killed later.
+    auto send = [&](const std::string& message) {
+      for (size_t done = 0; done < message.size();) {
+        ssize_t w = write(fds[1], message.data() + done, message.size() - done);
+        if (w <= 0) _exit(1);
+        done += static_cast<size_t>(w);
+      }
+    };
+    {
+      OsiClpSolverInterface relaxation(solver);
+      relaxation.messageHandler()->setLogLevel(0);
+      relaxation.getModelPtr()->setMaximumSeconds(seconds * 0.3);
+      relaxation.initialSolve();
+      if (relaxation.isProvenOptimal()) {
+        std::string message(sizeof(int32_t) + sizeof(double), '\0');
+        const int32_t magic = kLpRecord;
+        const double value = relaxation.getObjValue();
+        std::memcpy(message.data(), &magic, sizeof magic);
+        std::memcpy(message.data() + sizeof magic, &value, sizeof value);
+        send(message);
+      }
+    }
     CbcModel model(solver);
     CbcMain0(model);
     model.setLogLevel(0);
@@ -68,17 +95,13 @@ CbcOutcome solve_isolated(const OsiClpSolverInterface& solver,
     CbcMain1(static_cast<int>(std::size(argv)), argv, model);
     std::string message(sizeof(int32_t) * 3 + sizeof(double), '\0');
     const double* solution = model.bestSolution();
-    int32_t header[3] = {0x45514642, solution ? 1 : 0, model.isProvenOptimal() ? 1 : 0};
+    int32_t header[3] = {kFinalRecord, solution ? 1 : 0, model.isProvenOptimal() ? 1 : 0};
     double bound = model.getBestPossibleObjValue();
     std::memcpy(message.data(), header, sizeof header);
     std::memcpy(message.data() + sizeof header, &bound, sizeof bound);
     if (solution)
       for (int col = 0; col < num_node_columns; ++col) message.push_back(solution[col] > 0.5);
-    for (size_t done = 0; done < message.size();) {
-      ssize_t w = write(fds[1], message.data() + done, message.size() - done);
-      if (w <= 0) _exit(1);
-      done += static_cast<size_t>(w);
-    }
+    send(message);
     _exit(0);
   }
   close(fds[1]);
@@ -106,12 +129,22 @@ CbcOutcome solve_isolated(const OsiClpSolverInterface& solver,
   waitpid(pid, &status, 0);
 
   CbcOutcome out;
+  if (received.size() >= sizeof(int32_t) + sizeof(double)) {
+    int32_t magic;
+    std::memcpy(&magic, received.data(), sizeof magic);
+    if (magic == kLpRecord) {
+      double value;
+      std::memcpy(&value, received.data() + sizeof magic, sizeof value);
+      out.lp_bound = value;
+      received.erase(0, sizeof magic + sizeof value);
+    }
+  }
   const size_t header_size = sizeof(int32_t) * 3 + sizeof(double);
   if (!eof || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || received.size() < header_size)
     return out;
   int32_t header[3];
   std::memcpy(header, received.data(), sizeof header);
-  if (header[0] != 0x45514642) return out;
+  if (header[0] != kFinalRecord) return out;
   out.finished = true;
   out.proven = header[2] != 0;
   std::memcpy(&out.bound, received.data() + sizeof header, sizeof(double));
@@ -352,6 +385,8 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     best.bound = best.dag_cost;
   else if (outcome.finished)
     best.bound = std::min(outcome.bound, best.dag_cost);
+  else if (outcome.lp_bound)
+    best.bound = std::min(*outcome.lp_bound, best.dag_cost);
   best.seconds = elapsed();
   return best;
 }
