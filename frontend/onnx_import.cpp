@@ -445,6 +445,8 @@ std::vector<ValueId> Importer::emit(NodeSpec spec) {
   node.def = ir::find_op(spec.op_type, spec.domain);
   node.inputs = spec.inputs;
   node.attrs = std::move(spec.attrs);
+  // Inference and kernels read the output count; the values are made once types are known.
+  node.outputs.assign(spec.outputs.size(), ir::kNoValue);
 
   std::vector<ir::TensorType> types;
   if (node.def) {
