@@ -1,0 +1,35 @@
+#include "rules/prove/batch.h"
+
+#include <atomic>
+#include <thread>
+
+namespace eqfuse::rules::prove {
+
+std::vector<RuleProof> prove_rules(const std::vector<const Rule*>& rules,
+                                   const ProveOptions& options, unsigned jobs,
+                                   const ProofCache* cache) {
+  std::vector<RuleProof> results(rules.size());
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < rules.size(); i = next++) {
+      const Rule& rule = *rules[i];
+      if (cache) {
+        if (auto hit = cache->load(rule, options)) {
+          results[i] = std::move(*hit);
+          continue;
+        }
+      }
+      results[i] = prove_rule(rule, options);
+      if (cache) cache->store(rule, options, results[i]);
+    }
+  };
+  if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());
+  jobs = std::min<unsigned>(jobs, static_cast<unsigned>(std::max<size_t>(rules.size(), 1)));
+  std::vector<std::thread> threads;
+  for (unsigned t = 1; t < jobs; ++t) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
+}  // namespace eqfuse::rules::prove

@@ -1,0 +1,78 @@
+#pragma once
+// The soundness prover: proves with Z3 that a rule's two sides are equal, element by element,
+// at a set of small concrete shapes, or exhibits a counterexample.
+//
+// What a proof covers, stated plainly: the rule's sides are equal as functions over the REAL
+// numbers, for every input value, at each binding tried (the shapes, ranks, size-1 dims and
+// attribute values listed in `RuleProof::bounds`, chosen by rules/shapes.h to satisfy the
+// conditions, broadcasting cases included). It does not cover shapes outside those bounds
+// (the bindings are a bounded sample, not an induction over all sizes), floating-point effects
+// (reassociating a sum or a product, as most rules do, changes float results slightly: tests
+// check those numerically), or division by zero: x/y is x * recip(y) with recip(0) an arbitrary
+// real, so a rule that needs y != 0 (x*y/y -> x) is refuted at y = 0 unless a condition
+// (`(nonzero ?y)` on a constant) excludes it. NaN and infinities do not exist over the reals.
+//
+// How (the traps of Z3 4.8.12 it avoids): one query per output element (a disjunction over all
+// elements returns unknown even at 2x2); the difference of the two sides is simplified to a
+// polynomial normal form first, and most rules end there; each query is bounded by a resource
+// limit (rlimit: deterministic, where timeouts overrun); every counterexample is replayed in
+// float64 with the interpreter, and one that does not replay is `unknown`, not `refuted`.
+// A randomized numeric check (float64 interpreter, more random shapes) runs beside each proof:
+// if it finds a difference the rule is refuted by it; if it disagrees with a proof, the verdict
+// is unknown (an encoding bug must not pass silently).
+#include <z3++.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "rules/rule.h"
+#include "rules/shapes.h"
+
+namespace eqfuse::rules::prove {
+
+enum class Verdict { Proved, Refuted, Unknown, Invalid };
+std::string_view verdict_name(Verdict v);  // "proved", "refuted", "unknown", "invalid"
+
+struct Counterexample {
+  std::string text;     // readable: shapes, input values, the two outputs
+  nlohmann::json json;  // {binding, inputs: {name: {shape, values}}, output, element, lhs, rhs}
+};
+
+struct ProveOptions {
+  unsigned rlimit = 4000000;  // Z3 resource limit per element query
+  ShapeChoice shapes = {.max_rank = 4, .dims = {1, 2, 3}, .wanted = 6, .max_tries = 3000};
+  int witness_bindings = 3;  // extra random bindings for the numeric check (dims up to 4)
+  int witness_trials = 3;    // random inputs per binding
+};
+
+struct GraphProof {
+  Verdict verdict = Verdict::Proved;
+  std::string reason;  // for unknown/invalid/refuted
+  std::optional<Counterexample> counterexample;
+  int queries = 0;  // element queries that needed the solver
+};
+
+// Proves that output k equals output k + num_lhs of `graph`, element by element, for all
+// values of the graph's inputs (weights are fixed numbers). Inputs named in `nonzero` are
+// assumed nonzero element-wise.
+GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
+                       const ProveOptions& options = {},
+                       const std::vector<std::string>& nonzero = {});
+
+struct RuleProof {
+  std::string name;
+  Verdict verdict = Verdict::Unknown;
+  double seconds = 0;
+  std::string reason;
+  std::vector<std::string> bounds;  // the bindings proved at (binding_string)
+  std::optional<Counterexample> counterexample;
+  bool from_cache = false;
+};
+
+// Proves one rule at the bindings of rules/shapes.h (extended by `options.shapes`).
+RuleProof prove_rule(const Rule& rule, const ProveOptions& options = {});
+
+}  // namespace eqfuse::rules::prove
