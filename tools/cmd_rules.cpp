@@ -1,0 +1,171 @@
+// `eqfuse rules check FILE... [--json] [--jobs N] [--no-cache]`: proves every rule of the files
+// (rules/prove/) and prints verdict, time and shapes per rule. Exit 0 when every rule is proved,
+// 1 when one is refuted, unknown or invalid, 2 when a file cannot be read or parsed.
+// `eqfuse rules show NAME [--rules FILE...]`: the rule, the shapes it is proved at and its
+// proof status (the library, rules/library/*.rules, when no file is given).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "rules/parser.h"
+#include "rules/prove/batch.h"
+#include "support/error.h"
+#include "tools/command.h"
+
+namespace eqfuse::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace eqfuse::rules;
+using namespace eqfuse::rules::prove;
+
+struct RulesArgs {
+  std::vector<std::string> files;
+  bool json = false;
+  unsigned jobs = 0;
+  bool no_cache = false;
+  std::string name;
+};
+
+// The library's files: rules/library/*.rules found from the working directory or from the
+// executable's location (a build tree inside the source tree).
+std::vector<std::string> library_files() {
+  std::vector<fs::path> roots = {fs::current_path()};
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    for (fs::path p = exe.parent_path(); p.has_relative_path(); p = p.parent_path())
+      roots.push_back(p);
+  for (const fs::path& root : roots) {
+    fs::path dir = root / "rules" / "library";
+    if (!fs::is_directory(dir, ec)) continue;
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(dir))
+      if (entry.path().extension() == ".rules") files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());
+    if (!files.empty()) return files;
+  }
+  fail("no rule files given and rules/library/*.rules not found (use --rules FILE)");
+}
+
+RuleSet read_files(const std::vector<std::string>& files) {
+  RuleSet all;
+  for (const std::string& f : files) {
+    RuleSet set = parse_rule_file(f);
+    for (Rule& r : set.rules) all.rules.push_back(std::move(r));
+  }
+  return all;
+}
+
+nlohmann::json proof_json(const RuleProof& p) {
+  nlohmann::json j = {{"name", p.name},
+                      {"verdict", verdict_name(p.verdict)},
+                      {"seconds", p.seconds},
+                      {"cached", p.from_cache},
+                      {"bounds", p.bounds}};
+  if (!p.reason.empty()) j["reason"] = p.reason;
+  if (p.counterexample) {
+    j["counterexample"] = p.counterexample->json;
+    j["counterexample"]["text"] = p.counterexample->text;
+  }
+  return j;
+}
+
+std::vector<RuleProof> prove_all(const RuleSet& set, const RulesArgs& args) {
+  std::vector<const Rule*> rules;
+  for (const Rule& r : set.rules) rules.push_back(&r);
+  std::unique_ptr<ProofCache> cache;
+  if (!args.no_cache) cache = std::make_unique<ProofCache>();
+  return prove_rules(rules, ProveOptions{}, args.jobs, cache.get());
+}
+
+int run_check(const RulesArgs& args) {
+  RuleSet set;
+  try {
+    set = read_files(args.files);
+  } catch (const Error& e) {
+    std::cerr << "eqfuse rules check: " << e.what() << "\n";
+    return 2;
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::vector<RuleProof> proofs = prove_all(set, args);
+  double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  size_t proved = 0;
+  nlohmann::json out = nlohmann::json::array();
+  for (const RuleProof& p : proofs) {
+    if (p.verdict == Verdict::Proved) ++proved;
+    if (args.json) {
+      out.push_back(proof_json(p));
+      continue;
+    }
+    std::cout << fmt::format("{:<8} {:7.3f}s  {}{}  ({} shapes{})\n", verdict_name(p.verdict),
+                             p.seconds, p.name, p.from_cache ? " [cached]" : "", p.bounds.size(),
+                             p.bounds.empty() ? "" : ": " + p.bounds.front() + " ...");
+    if (!p.reason.empty()) std::cout << "         " << p.reason << "\n";
+    if (p.counterexample) std::cout << "         counterexample " << p.counterexample->text << "\n";
+  }
+  if (args.json) std::cout << out.dump(1) << "\n";
+  std::cerr << fmt::format("{} of {} rules proved in {:.2f}s\n", proved, proofs.size(), total);
+  return proved == proofs.size() ? 0 : 1;
+}
+
+int run_show(const RulesArgs& args) {
+  RuleSet set;
+  try {
+    set = read_files(args.files.empty() ? library_files() : args.files);
+  } catch (const Error& e) {
+    std::cerr << "eqfuse rules show: " << e.what() << "\n";
+    return 2;
+  }
+  const Rule* rule = set.find(args.name);
+  if (!rule) {
+    std::cerr << "eqfuse rules show: no rule named '" << args.name << "'\n";
+    return 2;
+  }
+  RuleSet one;
+  one.rules.push_back(*rule);
+  RuleProof p = prove_all(one, args).at(0);
+  if (args.json) {
+    nlohmann::json j = proof_json(p);
+    j["text"] = rule->text;
+    j["group"] = rule->group;
+    j["where"] = rule->where.str();
+    std::cout << j.dump(1) << "\n";
+  } else {
+    std::cout << rule->text << "\n";
+    std::cout << fmt::format("  group {}, {}\n", rule->group, rule->where.str());
+    std::cout << fmt::format("  {} in {:.3f}s{}\n", verdict_name(p.verdict), p.seconds,
+                             p.from_cache ? " (cached)" : "");
+    std::cout << "  shapes (over the reals at these bindings only):\n";
+    for (const std::string& b : p.bounds) std::cout << "    " << b << "\n";
+    if (!p.reason.empty()) std::cout << "  " << p.reason << "\n";
+    if (p.counterexample) std::cout << "  counterexample " << p.counterexample->text << "\n";
+  }
+  return p.verdict == Verdict::Proved ? 0 : 1;
+}
+
+RegisterCommand rules_command{
+    {"rules", "Prove rule files (check) and show a rule's proof (show)", [](CLI::App& app) {
+       auto args = std::make_shared<RulesArgs>();
+       app.require_subcommand(1);
+       CLI::App* check = app.add_subcommand("check", "Prove every rule of the files with Z3");
+       check->add_option("files", args->files, "rule files")->required();
+       check->add_flag("--json", args->json, "stdout: a JSON array, one object per rule");
+       check->add_option("--jobs,-j", args->jobs, "worker threads (default: all cores)");
+       check->add_flag("--no-cache", args->no_cache, "ignore and do not update the proof cache");
+       CLI::App* show = app.add_subcommand("show", "A rule, its proof shapes and status");
+       show->add_option("name", args->name, "rule name")->required();
+       show->add_option("--rules", args->files, "rule files (default: the library)");
+       show->add_flag("--json", args->json, "stdout: one JSON object");
+       show->add_flag("--no-cache", args->no_cache, "ignore and do not update the proof cache");
+       return CommandMain(
+           [args, check] { return check->parsed() ? run_check(*args) : run_show(*args); });
+     }}};
+
+}  // namespace
+}  // namespace eqfuse::tools
