@@ -1,0 +1,192 @@
+// `eqfuse run MODEL`: runs a model in the reference interpreter. With --test-data (ONNX layout:
+// input_K.pb, output_K.pb) it checks the outputs against the expected ones; inputs may also
+// come from --input NAME=FILE.pb or be made up (random_inputs.h). Exit 0 all outputs match,
+// 1 a mismatch, 2 bad input or usage, 3 an op or missing weights that stop execution.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "frontend/onnx_import.h"
+#include "frontend/test_data.h"
+#include "ir/interpreter.h"
+#include "support/error.h"
+#include "tools/command.h"
+#include "tools/model_summary.h"
+#include "tools/random_inputs.h"
+
+namespace eqfuse::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunOptions {
+  std::string model;
+  std::string test_data;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  double rtol = 1e-3;
+  double atol = 1e-5;
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+int run_model(const RunOptions& opt) {
+  if (!opt.test_data.empty() && !opt.inputs.empty()) {
+    throw Error("give inputs either with --test-data or with --input, not both");
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  ir::Graph graph = frontend::import_onnx(opt.model);
+  double import_ms = ms_since(t0);
+
+  if (auto missing = missing_weight_files(graph); !missing.empty()) {
+    throw Error(fmt::format("{}: cannot run: the weights are missing ({} not found); this is a "
+                            "structure-only model (eqfuse info works on it)",
+                            opt.model, missing.front()),
+                Error::Kind::Unsupported);
+  }
+  if (auto opaque = opaque_node_labels(graph); !opaque.empty()) {
+    std::string list;
+    for (size_t i = 0; i < opaque.size() && i < 5; ++i) list += (i ? ", " : "") + opaque[i];
+    throw Error(fmt::format("{}: cannot run: {} node(s) use ops the interpreter does not have: {}",
+                            opt.model, opaque.size(), list),
+                Error::Kind::Unsupported);
+  }
+
+  std::vector<frontend::NamedTensor> given;
+  std::vector<frontend::NamedTensor> expected;
+  std::string source = "random";
+  if (!opt.test_data.empty()) {
+    frontend::TestDataSet set = frontend::read_test_data_set(opt.test_data);
+    given = std::move(set.inputs);
+    expected = std::move(set.outputs);
+    source = "test data";
+  }
+  for (const auto& spec : opt.inputs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw Error(fmt::format("--input '{}': expected NAME=FILE.pb", spec));
+    }
+    frontend::NamedTensor t = frontend::read_tensor_file(spec.substr(eq + 1));
+    t.name = spec.substr(0, eq);
+    if (!graph.find_value(t.name))
+      throw Error(fmt::format("--input: the model has no input '{}'", t.name));
+    given.push_back(std::move(t));
+    source = "files";
+  }
+  std::vector<ir::Tensor> inputs = given.empty() && !graph.inputs().empty()
+                                       ? random_inputs(graph, opt.seed)
+                                       : frontend::bind_inputs(graph, given);
+  if (!expected.empty() && expected.size() != graph.outputs().size()) {
+    throw Error(fmt::format("{}: {} expected outputs for a model with {} outputs", opt.test_data,
+                            expected.size(), graph.outputs().size()));
+  }
+
+  auto t1 = std::chrono::steady_clock::now();
+  std::vector<ir::Tensor> outputs = ir::Interpreter(graph).run(inputs);
+  double run_ms = ms_since(t1);
+
+  if (!opt.output_dir.empty()) {
+    fs::create_directories(opt.output_dir);
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      frontend::write_tensor_file(fs::path(opt.output_dir) / fmt::format("output_{}.pb", k),
+                                  graph.value(graph.outputs()[k]).name, outputs[k]);
+    }
+  }
+
+  bool all_match = true;
+  nlohmann::json jout = nlohmann::json::array();
+  if (!opt.json) {
+    std::cout << fmt::format("{}: {} inputs ({}), import {:.1f} ms, interpreter {:.1f} ms\n",
+                             opt.model, inputs.size(), source, import_ms, run_ms);
+  }
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    const std::string& name = graph.value(graph.outputs()[k]).name;
+    nlohmann::json j = type_json(outputs[k].type());
+    j["name"] = name;
+    std::string line = fmt::format("output {} {}", name, outputs[k].type().str());
+    if (!expected.empty()) {
+      frontend::Comparison c =
+          frontend::compare_tensors(outputs[k], expected[k].tensor, opt.rtol, opt.atol);
+      all_match = all_match && c.match;
+      j["match"] = c.match;
+      j["max_abs_error"] = c.max_abs_error;
+      j["max_rel_error"] = c.max_rel_error;
+      j["mismatches"] = c.mismatches;
+      if (!c.same_shape) {
+        j["expected"] = type_json(expected[k].tensor.type());
+        line += fmt::format(": expected {}  MISMATCH", expected[k].tensor.type().str());
+      } else {
+        line += fmt::format(": {}  {}", c.str(), c.match ? "ok" : "MISMATCH");
+        if (!c.match && c.worst_index >= 0) {
+          line += fmt::format(" (first at element {}: got {}, expected {})", c.worst_index,
+                              outputs[k].get(c.worst_index), expected[k].tensor.get(c.worst_index));
+        }
+      }
+    } else {
+      double lo = 0, hi = 0;
+      for (int64_t i = 0; i < outputs[k].numel(); ++i) {
+        double v = outputs[k].get(i);
+        lo = i == 0 ? v : std::min(lo, v);
+        hi = i == 0 ? v : std::max(hi, v);
+      }
+      j["min"] = lo;
+      j["max"] = hi;
+      line += fmt::format(": min {:.4g}, max {:.4g}", lo, hi);
+    }
+    jout.push_back(j);
+    if (!opt.json) std::cout << line << "\n";
+  }
+  if (opt.json) {
+    nlohmann::json j;
+    j["model"] = opt.model;
+    j["inputs_from"] = source;
+    j["import_ms"] = import_ms;
+    j["run_ms"] = run_ms;
+    j["outputs"] = jout;
+    if (!expected.empty()) {
+      j["rtol"] = opt.rtol;
+      j["atol"] = opt.atol;
+      j["match"] = all_match;
+    }
+    std::cout << j.dump(2) << "\n";
+  } else if (!expected.empty()) {
+    std::cout << fmt::format("{} (rtol {}, atol {})\n",
+                             all_match ? "all outputs match" : "MISMATCH", opt.rtol, opt.atol);
+  }
+  return all_match ? 0 : 1;
+}
+
+RegisterCommand run_command{
+    {"run", "Run a model in the reference interpreter, optionally checking it against test data",
+     [](CLI::App& app) {
+       auto opt = std::make_shared<RunOptions>();
+       app.add_option("model", opt->model, "ONNX model file")->required();
+       app.add_option("--test-data", opt->test_data,
+                      "Folder with input_K.pb (and output_K.pb to compare against)");
+       app.add_option("--input", opt->inputs, "NAME=FILE.pb: one input as a TensorProto file");
+       app.add_option("--output-dir", opt->output_dir, "Write the outputs there as output_K.pb");
+       app.add_option("--rtol", opt->rtol, "Relative tolerance (default 1e-3)");
+       app.add_option("--atol", opt->atol, "Absolute tolerance (default 1e-5)");
+       app.add_option("--seed", opt->seed, "Seed of the random inputs (default 0)");
+       app.add_flag("--json", opt->json, "Print one JSON document on stdout");
+       return CommandMain([opt] {
+         try {
+           return run_model(*opt);
+         } catch (const Error& e) {
+           if (opt->json) std::cout << nlohmann::json{{"error", e.what()}}.dump(2) << "\n";
+           throw;
+         }
+       });
+     }}};
+
+}  // namespace
+}  // namespace eqfuse::tools
