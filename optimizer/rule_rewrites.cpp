@@ -44,6 +44,13 @@ class AnalysisView : public rules::MatchView {
     const TensorData* d = class_data(var);
     return d ? d->value.get() : nullptr;
   }
+  std::optional<bool> same_class(std::string_view a, std::string_view b) const override {
+    auto x = c_.slot.find(std::string(a)), y = c_.slot.find(std::string(b));
+    if (x == c_.slot.end() || y == c_.slot.end() || s_[x->second] == kNoId ||
+        s_[y->second] == kNoId)
+      return std::nullopt;
+    return eg_.find(s_[x->second]) == eg_.find(s_[y->second]);
+  }
   const ir::AttrValue* attr(std::string_view var) const override {
     std::string key(var);
     auto cached = attrs_.find(key);

@@ -408,6 +408,11 @@ ExprValue evaluate(const Sexpr& e, const MatchView& view) {
     if (!t) return unknown();
     return boolean(f == "is-float" ? ir::is_floating(t->dtype) : ir::is_integral(t->dtype));
   }
+  if (f == "distinct") {
+    if (arg(0).kind != Sexpr::Kind::Var || arg(1).kind != Sexpr::Kind::Var) return unknown();
+    auto same = view.same_class(arg(0).text, arg(1).text);
+    return same ? boolean(!*same) : unknown();
+  }
   if (f == "const") return const_all(arg(0), view, [](double) { return true; });
   if (f == "scalar") {
     if (arg(0).kind != Sexpr::Kind::Var) return unknown();
@@ -599,13 +604,14 @@ const std::map<std::string, FunctionSpec>& functions() {
       {"is-int", {1, 1, true}},     {"const", {1, 1, true}},
       {"scalar", {1, 1, true}},     {"zero", {1, 1, true}},
       {"one", {1, 1, true}},        {"nonzero", {1, 1, true}},
-      {"value", {2, 2, true}},      {"dim", {2, 2, false}},
-      {"numel", {1, 1, false}},     {"shape", {1, 1, false}},
-      {"+", {1, -1, false}},        {"-", {1, 2, false}},
-      {"*", {1, -1, false}},        {"/", {2, 2, false}},
-      {"%", {2, 2, false}},         {"min", {1, -1, false}},
-      {"max", {1, -1, false}},      {"len", {1, 1, false}},
-      {"nth", {2, 2, false}},       {"list", {0, -1, false}},
+      {"value", {2, 2, true}},      {"distinct", {2, 2, true}},
+      {"dim", {2, 2, false}},       {"numel", {1, 1, false}},
+      {"shape", {1, 1, false}},     {"+", {1, -1, false}},
+      {"-", {1, 2, false}},         {"*", {1, -1, false}},
+      {"/", {2, 2, false}},         {"%", {2, 2, false}},
+      {"min", {1, -1, false}},      {"max", {1, -1, false}},
+      {"len", {1, 1, false}},       {"nth", {2, 2, false}},
+      {"list", {0, -1, false}},
   };
   return table;
 }
@@ -613,15 +619,15 @@ const std::map<std::string, FunctionSpec>& functions() {
 // Which arguments of a function are tensors (class variables or terms).
 bool tensor_arg(const std::string& f, size_t i) {
   static const std::vector<std::string> all = {
-      "same-shape", "same-dtype", "broadcastable", "is-float", "is-int", "const",
-      "scalar",     "zero",       "one",           "nonzero",  "numel",  "shape"};
+      "same-shape", "same-dtype", "broadcastable", "is-float", "is-int", "const",   "scalar",
+      "zero",       "one",        "nonzero",       "numel",    "shape",  "distinct"};
   if (std::find(all.begin(), all.end(), f) != all.end()) return true;
   return i == 0 && (f == "rank" || f == "dim-value" || f == "dtype" || f == "dim" || f == "value");
 }
 
 bool const_only(const std::string& f) {
   return f == "const" || f == "scalar" || f == "zero" || f == "one" || f == "nonzero" ||
-         f == "value";
+         f == "value" || f == "distinct";
 }
 
 void check_tensor(const Sexpr& t, const VarScope& scope, bool must_be_var) {
@@ -631,7 +637,7 @@ void check_tensor(const Sexpr& t, const VarScope& scope, bool must_be_var) {
       throw sexpr_error(t, "'?" + t.text + "' is an attribute variable; expected a tensor");
     throw sexpr_error(t, "variable '?" + t.text + "' is not bound by the left-hand side");
   }
-  if (must_be_var) throw sexpr_error(t, "expected a class variable (a constant leaf ?c)");
+  if (must_be_var) throw sexpr_error(t, "expected a class variable ?x");
   if (!t.is_list() || t.items.empty() || t.items[0].kind != Sexpr::Kind::Symbol)
     throw sexpr_error(t, "expected a tensor: a class variable ?x or a term (Op ...)");
   const std::string& op = t.items[0].text;

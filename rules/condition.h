@@ -8,6 +8,8 @@
 //   booleans  (and C...) (or C...) (not C) (= A B) (!= A B) (< A B) (<= A B) (> A B) (>= A B)
 //             (rank T N) (dim-value T I N) (same-shape T U) (broadcastable T U...) (dtype T f32)
 //             (same-dtype T U) (is-float T) (is-int T)
+//             (distinct ?a ?b): bound to different e-classes (keeps a multi-pattern from
+//             pairing a node with itself)
 //             (const ?c) (scalar ?c) (zero ?c) (one ?c) (nonzero ?c) (value ?c NUMBER)
 //   integers  N  ?attr  (dim T I) (rank T) (numel T) (+ A B...) (- A B) (- A) (* A B...)
 //             (/ A B) (% A B) (min A B...) (max A B...) (len L) (nth L I)
@@ -36,6 +38,11 @@ class MatchView {
   virtual const ir::TensorType* type(std::string_view var) const = 0;  // nullptr: unknown
   virtual const ir::Tensor* value(std::string_view var) const = 0;     // nullptr: not constant
   virtual const ir::AttrValue* attr(std::string_view var) const = 0;   // nullptr: unbound
+  // Whether two class variables are bound to the same e-class (nullopt: cannot tell). Bindings
+  // give each variable its own tensor, so there distinct names are distinct tensors.
+  virtual std::optional<bool> same_class(std::string_view a, std::string_view b) const {
+    return a == b;
+  }
 };
 
 // A view of concrete bindings (checker, prover, tests).

@@ -132,7 +132,7 @@ TEST_CASE("rule rewrites: a multi-pattern rule merges two MatMuls sharing an inp
                                    (MatMul ?x (Concat :axis -1 ?w1 ?w2))))
              (Proj :index 1 (Split :axis -1 :split ((dim ?w1 -1) (dim ?w2 -1))
                                    (MatMul ?x (Concat :axis -1 ?w1 ?w2)))))
-      :when (rank ?w1 2) (rank ?w2 2) (rank ?x 2)))",
+      :when (distinct ?w1 ?w2) (rank ?w1 2) (rank ?w2 2) (rank ?x 2)))",
                                       1);  // the merged MatMul matches again: one round is enough
   CHECK(applications(report, "merge-matmul") >= 1);
   // Each output's class now holds a projection of the merged MatMul's split.

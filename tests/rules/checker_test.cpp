@@ -77,6 +77,8 @@ TEST_CASE("conditions: shapes, dims, dtypes, arithmetic, constants") {
   CHECK_FALSE(eval("(const ?x)", b));
   CHECK(eval("(or (rank ?x 5) (rank ?y 2))", b));
   CHECK_FALSE(eval("(rank ?unbound 2)", b));
+  CHECK(eval("(distinct ?x ?y)", b));
+  CHECK_FALSE(eval("(distinct ?x ?x)", b));
 }
 
 TEST_CASE("shapes: representative bindings satisfy the left-hand side and the conditions") {
