@@ -271,7 +271,9 @@ RuleProof prove_rule(const Rule& rule, const ProveOptions& options) {
       r.reason = "the numeric witness disagrees with the proof at " + where + " (an encoding bug?)";
     } else {
       r.verdict = Verdict::Refuted;
-      r.reason = "refuted by the numeric witness (beyond the proof's bounds)";
+      r.reason = r.verdict == Verdict::Proved
+                     ? "refuted by the numeric witness, beyond the proof's bounds"
+                     : "refuted by the numeric witness";
     }
     return finish();
   }
