@@ -16,6 +16,7 @@
 #include "frontend/upgrade.h"
 #include "ir/interpreter.h"
 #include "ir/op_table.h"
+#include "ir/prune.h"
 #include "support/error.h"
 
 namespace eqfuse::frontend {
@@ -537,7 +538,11 @@ Graph Importer::run(onnx::ModelProto& model) {
     }
     g_.add_output(*id);
   }
-  return std::move(g_);
+  // Constant inputs that became attributes and folded shape chains leave weights nothing
+  // reads; names that If/Loop bodies read from this scope must stay.
+  std::set<std::string> read_by_subgraphs;
+  for (const auto& n : graph.node()) collect_node_subgraph_names(n, read_by_subgraphs);
+  return ir::prune_unused(g_, read_by_subgraphs);
 }
 
 std::string with_source(const std::string& source, const std::string& message) {
