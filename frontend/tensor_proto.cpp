@@ -11,52 +11,11 @@ namespace eqfuse::frontend {
 using onnx::TensorProto;
 
 std::optional<ir::DType> dtype_from_onnx(int32_t elem_type) {
-  switch (elem_type) {
-    case TensorProto::FLOAT:
-      return ir::DType::f32;
-    case TensorProto::FLOAT16:
-      return ir::DType::f16;
-    case TensorProto::BFLOAT16:
-      return ir::DType::bf16;
-    case TensorProto::DOUBLE:
-      return ir::DType::f64;
-    case TensorProto::INT8:
-      return ir::DType::i8;
-    case TensorProto::UINT8:
-      return ir::DType::u8;
-    case TensorProto::INT32:
-      return ir::DType::i32;
-    case TensorProto::INT64:
-      return ir::DType::i64;
-    case TensorProto::BOOL:
-      return ir::DType::boolean;
-    default:
-      return std::nullopt;
-  }
+  return ir::dtype_from_onnx_code(elem_type);
 }
 
 int32_t dtype_to_onnx(ir::DType dtype) {
-  switch (dtype) {
-    case ir::DType::f32:
-      return TensorProto::FLOAT;
-    case ir::DType::f16:
-      return TensorProto::FLOAT16;
-    case ir::DType::bf16:
-      return TensorProto::BFLOAT16;
-    case ir::DType::f64:
-      return TensorProto::DOUBLE;
-    case ir::DType::i8:
-      return TensorProto::INT8;
-    case ir::DType::u8:
-      return TensorProto::UINT8;
-    case ir::DType::i32:
-      return TensorProto::INT32;
-    case ir::DType::i64:
-      return TensorProto::INT64;
-    case ir::DType::boolean:
-      return TensorProto::BOOL;
-  }
-  return TensorProto::UNDEFINED;
+  return ir::onnx_dtype_code(dtype);
 }
 
 std::string onnx_dtype_name(int32_t elem_type) {

@@ -62,6 +62,30 @@ bool is_integral(DType t) {
   return t == DType::i8 || t == DType::u8 || t == DType::i32 || t == DType::i64;
 }
 
+namespace {
+struct OnnxCode {
+  int32_t code;
+  DType dtype;
+};
+constexpr OnnxCode kOnnxCodes[] = {{1, DType::f32},  {2, DType::u8},   {3, DType::i8},
+                                   {6, DType::i32},  {7, DType::i64},  {9, DType::boolean},
+                                   {10, DType::f16}, {11, DType::f64}, {16, DType::bf16}};
+}  // namespace
+
+std::optional<DType> dtype_from_onnx_code(int64_t code) {
+  for (const OnnxCode& c : kOnnxCodes) {
+    if (c.code == code) return c.dtype;
+  }
+  return std::nullopt;
+}
+
+int32_t onnx_dtype_code(DType t) {
+  for (const OnnxCode& c : kOnnxCodes) {
+    if (c.dtype == t) return c.code;
+  }
+  return 0;
+}
+
 float half_to_float(uint16_t h) {
   uint32_t sign = (h & 0x8000u) << 16;
   uint32_t exponent = (h >> 10) & 0x1f;

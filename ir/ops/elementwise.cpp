@@ -41,29 +41,9 @@ DType cast_target(const OpContext& ctx) {
     ctx.fail("attribute 'to' names an unknown dtype '" + *name + "'");
   }
   if (const auto* code = std::get_if<int64_t>(v)) {
-    switch (*code) {
-      case 1:
-        return DType::f32;
-      case 2:
-        return DType::u8;
-      case 3:
-        return DType::i8;
-      case 6:
-        return DType::i32;
-      case 7:
-        return DType::i64;
-      case 9:
-        return DType::boolean;
-      case 10:
-        return DType::f16;
-      case 11:
-        return DType::f64;
-      case 16:
-        return DType::bf16;
-      default:
-        throw Error(fmt::format("{}: cast to ONNX dtype {} is not supported", ctx.label(), *code),
-                    Error::Kind::Unsupported);
-    }
+    if (auto t = dtype_from_onnx_code(*code)) return *t;
+    throw Error(fmt::format("{}: cast to ONNX dtype {} is not supported", ctx.label(), *code),
+                Error::Kind::Unsupported);
   }
   ctx.fail("attribute 'to' should be a dtype name or an ONNX dtype code");
 }

@@ -141,28 +141,8 @@ inline void copy_element(const Tensor& src, int64_t src_index, Tensor& dst, int6
 
 // The ONNX TensorProto data type code of an attribute (Cast's `to`, EyeLike's `dtype`).
 inline DType dtype_from_onnx_code(const OpContext& ctx, int64_t code) {
-  switch (code) {
-    case 1:
-      return DType::f32;
-    case 2:
-      return DType::u8;
-    case 3:
-      return DType::i8;
-    case 6:
-      return DType::i32;
-    case 7:
-      return DType::i64;
-    case 9:
-      return DType::boolean;
-    case 10:
-      return DType::f16;
-    case 11:
-      return DType::f64;
-    case 16:
-      return DType::bf16;
-    default:
-      unsupported(ctx, "data type code " + std::to_string(code) + " is not supported");
-  }
+  if (auto t = ir::dtype_from_onnx_code(code)) return *t;
+  unsupported(ctx, "data type code " + std::to_string(code) + " is not supported");
 }
 
 // Product of dims, static when all are; a single dynamic dim among 1s keeps its name.
