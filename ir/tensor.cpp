@@ -105,7 +105,7 @@ std::vector<double> Tensor::to_doubles() const {
 std::vector<int64_t> Tensor::to_int64s() const {
   std::vector<int64_t> out(static_cast<size_t>(numel_));
   if (dtype_ == DType::i64) {
-    std::memcpy(out.data(), bytes_.data(), bytes_.size());
+    if (!out.empty()) std::memcpy(out.data(), bytes_.data(), bytes_.size());
     return out;
   }
   for (int64_t i = 0; i < numel_; ++i) out[static_cast<size_t>(i)] = to_integer<int64_t>(get(i));
