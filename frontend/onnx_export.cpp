@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "frontend/attributes.h"
+#include "frontend/subgraph_scope.h"
 #include "frontend/tensor_proto.h"
 #include "support/error.h"
 
@@ -19,28 +20,6 @@ using ir::ValueId;
 namespace {
 
 constexpr int kOpset = 17;
-
-// Names the subgraphs of an opaque node read from the enclosing graph.
-void free_names(const onnx::GraphProto& g, std::set<std::string>& out) {
-  std::unordered_set<std::string> defined;
-  for (const auto& v : g.input()) defined.insert(v.name());
-  for (const auto& t : g.initializer()) defined.insert(t.name());
-  for (const auto& n : g.node()) {
-    for (const auto& o : n.output()) defined.insert(o);
-  }
-  std::set<std::string> used;
-  for (const auto& n : g.node()) {
-    for (const auto& i : n.input()) used.insert(i);
-    for (const auto& a : n.attribute()) {
-      if (a.has_g()) free_names(a.g(), used);
-      for (const auto& s : a.graphs()) free_names(s, used);
-    }
-  }
-  for (const auto& o : g.output()) used.insert(o.name());
-  for (const auto& name : used) {
-    if (!name.empty() && !defined.count(name)) out.insert(name);
-  }
-}
 
 class Exporter {
  public:
@@ -183,8 +162,7 @@ onnx::ModelProto Exporter::run() {
       if (!opaque) continue;
       onnx::AttributeProto proto;
       if (!proto.ParseFromString(opaque->serialized)) continue;
-      if (proto.has_g()) free_names(proto.g(), outer_names);
-      for (const auto& sub : proto.graphs()) free_names(sub, outer_names);
+      collect_attribute_free_names(proto, outer_names);
     }
   }
   for (ValueId out : g_.outputs()) used.insert(out);

@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "frontend/attributes.h"
+#include "frontend/subgraph_scope.h"
 #include "frontend/tensor_proto.h"
 #include "frontend/upgrade.h"
 #include "ir/interpreter.h"
@@ -37,36 +38,6 @@ std::string node_label(const onnx::NodeProto& node, size_t index) {
 
 bool is_default_domain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
-}
-
-// Names a subgraph (If/Loop/Scan body) reads from enclosing scopes.
-void collect_free_names(const onnx::GraphProto& g, std::set<std::string>& free);
-
-void collect_node_subgraph_names(const onnx::NodeProto& node, std::set<std::string>& free) {
-  for (const auto& attr : node.attribute()) {
-    if (attr.has_g()) collect_free_names(attr.g(), free);
-    for (const auto& sub : attr.graphs()) collect_free_names(sub, free);
-  }
-}
-
-void collect_free_names(const onnx::GraphProto& g, std::set<std::string>& free) {
-  std::unordered_set<std::string> defined;
-  for (const auto& v : g.input()) defined.insert(v.name());
-  for (const auto& t : g.initializer()) defined.insert(t.name());
-  for (const auto& n : g.node()) {
-    for (const auto& o : n.output()) defined.insert(o);
-  }
-  std::set<std::string> used;
-  for (const auto& n : g.node()) {
-    for (const auto& i : n.input()) {
-      if (!i.empty()) used.insert(i);
-    }
-    collect_node_subgraph_names(n, used);
-  }
-  for (const auto& o : g.output()) used.insert(o.name());
-  for (const auto& name : used) {
-    if (!defined.count(name)) free.insert(name);
-  }
 }
 
 bool is_random_op(const std::string& op) {
