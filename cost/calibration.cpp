@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "cost/cost_model.h"
 #include "cost/cuda_driver.h"
@@ -16,6 +17,33 @@ namespace {
 
 constexpr const char* kKernelSource = R"(
 extern "C" __global__ void eq_empty() {}
+
+// Pseudo-random GEMM operands in [-1, 1] (tensor cores run measurably faster on zeros or
+// constants). kind 0: f32 words; 1: two f16 per word; 2: two bf16 per word. Built from bits so
+// the kernel needs no half-precision headers.
+__device__ unsigned eq_hash(unsigned long long i) {
+  unsigned long long x = i * 0x9E3779B97F4A7C15ull;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return (unsigned)x;
+}
+__device__ unsigned short eq_f16_bits(unsigned h) {
+  // sign, exponent 13..14 (0.25 .. 1), random mantissa
+  return (unsigned short)(((h >> 31) << 15) | ((13u + ((h >> 12) & 1u)) << 10) | (h & 0x3ffu));
+}
+extern "C" __global__ void eq_fill(unsigned* __restrict__ out, unsigned long long n, int kind) {
+  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    unsigned h = eq_hash(i), g = eq_hash(i + n);
+    float f = (float)(int)h * (1.0f / 2147483648.0f);
+    float e = (float)(int)g * (1.0f / 2147483648.0f);
+    if (kind == 0) out[i] = __float_as_uint(f);
+    else if (kind == 1) out[i] = (unsigned)eq_f16_bits(h) | ((unsigned)eq_f16_bits(g) << 16);
+    else out[i] = (__float_as_uint(f) >> 16) | (__float_as_uint(e) & 0xffff0000u);
+  }
+}
 
 extern "C" __global__ void eq_copy(const float4* __restrict__ in, float4* __restrict__ out,
                                    unsigned long long n) {
@@ -52,6 +80,7 @@ constexpr int kAttrCcMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJO
 constexpr int kAttrCcMinor = 76;
 constexpr int kCudaR16F = 2;      // cudaDataType CUDA_R_16F
 constexpr int kCudaR32F = 0;      // CUDA_R_32F
+constexpr int kCudaR16BF = 14;    // CUDA_R_16BF
 constexpr int kComputeF32 = 68;   // CUBLAS_COMPUTE_32F
 constexpr int kGemmDefault = -1;  // CUBLAS_GEMM_DEFAULT
 
@@ -98,6 +127,13 @@ class Session {
     buffers_.push_back(p);
     check_cuda(api_, api_.cuMemsetD32(p, 0x3f800000u, bytes / 4), "cuMemsetD32");  // 1.0f
     return p;
+  }
+  // Frees the `count` buffers allocated last.
+  void release_last(size_t count) {
+    for (; count > 0 && !buffers_.empty(); --count) {
+      api_.cuMemFree(buffers_.back());
+      buffers_.pop_back();
+    }
   }
   void launch(CUfunction f, unsigned grid, unsigned block, std::vector<void*> args) {
     check_cuda(api_,
@@ -171,6 +207,38 @@ struct Sample {
 
 double fraction(double achieved, double peak) {
   return std::clamp(achieved / peak, 0.01, 1.0);
+}
+
+// The roofline's prediction for a sample under profile `p`.
+double predict_ms(const DeviceProfile& p, const Sample& smp) {
+  CostModel model(p);
+  return model
+      .kernel_cost(smp.flops, smp.bytes, model.peak_for(smp.fusion, smp.dtype),
+                   model.efficiency_for(smp.fusion), smp.wave)
+      .ms();
+}
+
+// The factor in [0.01, 1] that minimizes the mean |relative error| of the predictions for
+// `samples` when `set` stores it in the profile. A grid search: the error is a sum of
+// piecewise-smooth terms of one variable, cheap to evaluate, and a grid cannot get stuck in a
+// local minimum the way a descent can.
+double fit_factor(const DeviceProfile& base, const std::vector<Sample>& samples,
+                  const std::function<void(DeviceProfile&, double)>& set) {
+  DeviceProfile q = base;
+  double best = 1, best_error = std::numeric_limits<double>::infinity();
+  for (int step = 10; step <= 1000; ++step) {
+    double f = step / 1000.0;
+    set(q, f);
+    double error = 0;
+    for (const Sample& smp : samples)
+      error += std::abs(predict_ms(q, smp) - smp.measured_ms) / smp.measured_ms;
+    if (error < best_error) best = f, best_error = error;
+  }
+  return best;
+}
+
+int64_t gemm_tiles(const DeviceProfile& p, int64_t m, int64_t n) {
+  return ((m + p.gemm_tile_m - 1) / p.gemm_tile_m) * ((n + p.gemm_tile_n - 1) / p.gemm_tile_n);
 }
 
 }  // namespace
@@ -279,39 +347,58 @@ CalibrationResult calibrate(const DeviceProfile* base_or_null) {
   samples.push_back({"fma256 16M floats", fma_ms, fma_flops, 8.0 * nf, ir::FusionClass::Elementwise,
                      ir::DType::f32, 1.0});
 
-  // GEMM through cuBLAS: f16 on tensor cores fits the contraction factor; f32 is reported.
+  // GEMM through cuBLAS over a grid of shapes (square, skinny, partial last waves) in f16, bf16
+  // and f32; one contraction factor is fitted to all of them (see fit_factor).
   if (api->has_cublas()) {
     cublasHandle_t handle = nullptr;
     if (api->cublasCreate(&handle) != 0)
       throw Error("calibration: cublasCreate failed", Error::Kind::Unsupported);
-    for (int n : {2048, 4096, 8192}) {
-      for (ir::DType dtype : {ir::DType::f16, ir::DType::f32}) {
-        size_t elem = dtype == ir::DType::f16 ? 2 : 4;
-        size_t bytes = static_cast<size_t>(n) * n * elem;
-        CUdeviceptr A = s.alloc(bytes), B = s.alloc(bytes), C = s.alloc(bytes);
-        int type = dtype == ir::DType::f16 ? kCudaR16F : kCudaR32F;
+    struct GemmShape {
+      int m, n, k;
+    };
+    const GemmShape shapes[] = {{2048, 2048, 2048}, {4096, 4096, 4096}, {8192, 8192, 8192},
+                                {1024, 4096, 4096}, {8192, 1024, 8192}, {2304, 2304, 4096}};
+    CUfunction fill = s.function("eq_fill");
+    size_t first_gemm = samples.size();
+    for (const GemmShape& g : shapes) {
+      for (ir::DType dtype : {ir::DType::f16, ir::DType::bf16, ir::DType::f32}) {
+        size_t elem = dtype == ir::DType::f32 ? 4 : 2;
+        size_t a_bytes = size_t{1} * g.m * g.k * elem, b_bytes = size_t{1} * g.k * g.n * elem,
+               c_bytes = size_t{1} * g.m * g.n * elem;
+        CUdeviceptr A = s.alloc(a_bytes), B = s.alloc(b_bytes), C = s.alloc(c_bytes);
+        int kind = dtype == ir::DType::f32 ? 0 : dtype == ir::DType::f16 ? 1 : 2;
+        for (auto [buffer, bytes] : {std::pair{A, a_bytes}, std::pair{B, b_bytes}}) {
+          unsigned long long words = bytes / 4;
+          s.launch(fill, s.grid_for(words, 256), 256, {&buffer, &words, &kind});
+        }
+        int type = dtype == ir::DType::f16    ? kCudaR16F
+                   : dtype == ir::DType::bf16 ? kCudaR16BF
+                                              : kCudaR32F;
         float alpha = 1, beta = 0;
         cublasStatus_t status = 0;
+        // Column-major C(m x n) = A(m x k) B(k x n).
         double ms = s.time_ms(
             [&] {
-              status |=
-                  api->cublasGemmEx(handle, 0, 0, n, n, n, &alpha, reinterpret_cast<void*>(A), type,
-                                    n, reinterpret_cast<void*>(B), type, n, &beta,
-                                    reinterpret_cast<void*>(C), type, n, kComputeF32, kGemmDefault);
+              status |= api->cublasGemmEx(
+                  handle, 0, 0, g.m, g.n, g.k, &alpha, reinterpret_cast<void*>(A), type, g.m,
+                  reinterpret_cast<void*>(B), type, g.k, &beta, reinterpret_cast<void*>(C), type,
+                  g.m, kComputeF32, kGemmDefault);
             },
             5);
         if (status != 0) throw Error("calibration: cublasGemmEx failed", Error::Kind::Unsupported);
-        int64_t tiles = int64_t{(n + p.gemm_tile_m - 1) / p.gemm_tile_m} *
-                        ((n + p.gemm_tile_n - 1) / p.gemm_tile_n);
-        samples.push_back({fmt::format("gemm {} {}^3", ir::dtype_name(dtype), n), ms,
-                           2.0 * n * n * n, 3.0 * bytes, ir::FusionClass::Contraction, dtype,
-                           wave_efficiency(tiles, p.sm_count)});
+        s.release_last(3);
+        samples.push_back({fmt::format("gemm {} {}x{}x{}", ir::dtype_name(dtype), g.m, g.n, g.k),
+                           ms, 2.0 * g.m * g.n * g.k,
+                           static_cast<double>(a_bytes + b_bytes + c_bytes),
+                           ir::FusionClass::Contraction, dtype,
+                           wave_efficiency(gemm_tiles(p, g.m, g.n), p.sm_count)});
       }
     }
     api->cublasDestroy(handle);
-    const Sample& big = samples[samples.size() - 2];  // f16 8192^3
-    p.efficiency.contraction = fraction(big.flops / ((big.measured_ms * 1e-3) - p.launch_overhead),
-                                        p.fp16_tensor * big.wave);
+    std::vector<Sample> gemms(samples.begin() + static_cast<std::ptrdiff_t>(first_gemm),
+                              samples.end());
+    p.efficiency.contraction =
+        fit_factor(p, gemms, [](DeviceProfile& q, double f) { q.efficiency.contraction = f; });
   } else {
     result.notes.push_back("cuBLAS not found: efficiency.contraction kept from the base profile");
   }
@@ -322,12 +409,8 @@ CalibrationResult calibrate(const DeviceProfile* base_or_null) {
   p.description = base.description + " (calibrated on " + result.gpu_name + ")";
   p.sources.push_back("eqfuse calibrate on " + result.gpu_name +
                       ": launch overhead, bandwidth, elementwise and GEMM efficiency fitted");
-  CostModel model(p);
-  for (const Sample& smp : samples) {
-    NodeCost c = model.kernel_cost(smp.flops, smp.bytes, model.peak_for(smp.fusion, smp.dtype),
-                                   model.efficiency_for(smp.fusion), smp.wave);
-    result.measurements.push_back({smp.name, smp.measured_ms, c.ms()});
-  }
+  for (const Sample& smp : samples)
+    result.measurements.push_back({smp.name, smp.measured_ms, predict_ms(p, smp)});
   return result;
 }
 

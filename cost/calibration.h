@@ -7,7 +7,9 @@
 //   copy bandwidth    float4 copy of 2 x 512 MiB           -> efficiency.bandwidth
 //   elementwise       y = a*x+b over 1M..64M floats        -> checks the bandwidth fit
 //   elementwise math  256 FMAs per element (compute-bound) -> efficiency.elementwise
-//   GEMM              cuBLAS f16 (tensor cores) and f32    -> efficiency.contraction
+//   GEMM              cuBLAS f16/bf16 (tensor cores) and f32 over six shapes, random operands
+//                                                          -> efficiency.contraction (one factor
+//                                                             fitted to all of them)
 // Reductions are memory-bound in practice; their factor is kept from the base profile.
 // Peaks stay the datasheet's; only the achievable fractions and the launch cost change.
 #include <optional>

@@ -71,7 +71,7 @@ std::unique_ptr<CudaApi> load_cuda(std::string* why) {
     *why = "the CUDA driver found no GPU";
     return nullptr;
   }
-  a.libnvrtc = open_first({"libnvrtc.so", "libnvrtc.so.12", "libnvrtc.so.11.2"});
+  a.libnvrtc = open_first({"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"});
   if (!a.libnvrtc) {
     *why = "libnvrtc.so (NVRTC, from the CUDA toolkit) is not installed";
     return nullptr;
@@ -87,7 +87,8 @@ std::unique_ptr<CudaApi> load_cuda(std::string* why) {
     *why = "libnvrtc.so lacks an NVRTC entry point";
     return nullptr;
   }
-  a.libcublas = open_first({"libcublas.so", "libcublas.so.12", "libcublas.so.11"});
+  a.libcublas =
+      open_first({"libcublas.so", "libcublas.so.13", "libcublas.so.12", "libcublas.so.11"});
   if (a.libcublas) {
     bool blas = bind(a.libcublas, a.cublasCreate, "cublasCreate_v2") &&
                 bind(a.libcublas, a.cublasDestroy, "cublasDestroy_v2") &&
