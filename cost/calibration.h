@@ -4,8 +4,9 @@
 //
 // Measured (CUDA driver API + NVRTC-compiled kernels, cuBLAS for GEMM when present):
 //   launch overhead   back-to-back empty kernels          -> launch_overhead_us
-//   copy bandwidth    float4 copy of 2 x 512 MiB           -> efficiency.bandwidth
-//   elementwise       y = a*x+b over 1M..64M floats        -> checks the bandwidth fit
+//   copy bandwidth    float4 copy of 2 x 512 MiB           -> efficiency.bandwidth, fitted to
+//   elementwise       y = a*x+b over 1M..128M floats          the copy and the vectorized
+//                     (float4; once scalar, for reference)    kernels whose data exceeds L2
 //   elementwise math  256 FMAs per element (compute-bound) -> efficiency.elementwise
 //   GEMM              cuBLAS f16/bf16 (tensor cores) and f32 over six shapes, random operands
 //                                                          -> efficiency.contraction (one factor
