@@ -1,6 +1,7 @@
 // `eqfuse rules check FILE... [--json] [--jobs N] [--no-cache]`: proves every rule of the files
 // (rules/prove/) and prints verdict, time and shapes per rule. Exit 0 when every rule is proved,
-// 1 when one is refuted, unknown or invalid, 2 when a file cannot be read or parsed.
+// 1 when one is refuted, unknown or invalid, 2 when a file cannot be read or parsed (with --json,
+// stdout then holds {"error": ...}).
 // `eqfuse rules show NAME [--rules FILE...]`: the rule, the shapes it is proved at and its
 // proof status (the library, rules/library/*.rules, when no file is given).
 #include <fmt/format.h>
@@ -56,6 +57,9 @@ std::vector<std::string> library_files() {
 RuleSet read_files(const std::vector<std::string>& files) {
   RuleSet all;
   for (const std::string& f : files) {
+    // An ifstream opens a folder and reads it as empty, which would pass as a file of no rules.
+    std::error_code ec;
+    if (fs::is_directory(f, ec)) fail("cannot read '" + f + "': it is a folder, not a rule file");
     RuleSet set = parse_rule_file(f);
     for (Rule& r : set.rules) all.rules.push_back(std::move(r));
   }
@@ -76,6 +80,13 @@ nlohmann::json proof_json(const RuleProof& p) {
   return j;
 }
 
+// Bad input (exit 2): the message on stderr and, with --json, as stdout's one document.
+int bad_input(const RulesArgs& args, const char* command, const std::string& message) {
+  std::cerr << "eqfuse rules " << command << ": " << message << "\n";
+  if (args.json) std::cout << nlohmann::json{{"error", message}}.dump(1) << "\n";
+  return 2;
+}
+
 std::vector<RuleProof> prove_all(const RuleSet& set, const RulesArgs& args) {
   std::vector<const Rule*> rules;
   for (const Rule& r : set.rules) rules.push_back(&r);
@@ -89,8 +100,7 @@ int run_check(const RulesArgs& args) {
   try {
     set = read_files(args.files);
   } catch (const Error& e) {
-    std::cerr << "eqfuse rules check: " << e.what() << "\n";
-    return 2;
+    return bad_input(args, "check", e.what());
   }
   auto start = std::chrono::steady_clock::now();
   std::vector<RuleProof> proofs = prove_all(set, args);
@@ -119,14 +129,10 @@ int run_show(const RulesArgs& args) {
   try {
     set = read_files(args.files.empty() ? library_files() : args.files);
   } catch (const Error& e) {
-    std::cerr << "eqfuse rules show: " << e.what() << "\n";
-    return 2;
+    return bad_input(args, "show", e.what());
   }
   const Rule* rule = set.find(args.name);
-  if (!rule) {
-    std::cerr << "eqfuse rules show: no rule named '" << args.name << "'\n";
-    return 2;
-  }
+  if (!rule) return bad_input(args, "show", "no rule named '" + args.name + "'");
   RuleSet one;
   one.rules.push_back(*rule);
   RuleProof p = prove_all(one, args).at(0);
