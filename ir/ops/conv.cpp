@@ -1,12 +1,15 @@
 // Op group "conv": Conv and ConvTranspose over 1-D, 2-D and 3-D inputs with groups, strides,
-// dilations, pads and auto_pad. The kernels lower to a blocked float GEMM (im2col for Conv,
-// GEMM then col2im for ConvTranspose) so that real CNNs run in seconds; the tests check them
-// against a direct 7-loop convolution.
+// dilations, pads and auto_pad. The kernels lower to a blocked GEMM (im2col for Conv, GEMM then
+// col2im for ConvTranspose) so that real CNNs run in seconds; the tests check them against a
+// direct 7-loop convolution. They compute in the input's precision: float for f32 (and for
+// f16/bf16, converted), double for f64, so that the prover's float64 replay of a counterexample
+// through Conv is as exact as through the elementwise ops.
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "ir/ops/window.h"
 
@@ -20,14 +23,16 @@ namespace {
 
 constexpr int64_t kRows = 4, kCols = 8, kDepthBlock = 256, kColBlock = 256;
 
-// C[i, j0:j1] += A[i, k0:k1] * B[k0:k1, j0:j1] for rows i0..i0+kRows (register tile).
-inline void micro_tile(const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
-                       int64_t ldc, int64_t k0, int64_t k1, int64_t j) {
-  float acc[kRows][kCols] = {};
+// C[i, j0:j1] += A[i, k0:k1] * B[k0:k1, j0:j1] for rows i0..i0+kRows (register tile). T is
+// float or double; everything below is instantiated for both.
+template <typename T>
+inline void micro_tile(const T* A, int64_t lda, const T* B, int64_t ldb, T* C, int64_t ldc,
+                       int64_t k0, int64_t k1, int64_t j) {
+  T acc[kRows][kCols] = {};
   for (int64_t k = k0; k < k1; ++k) {
-    const float* b = B + k * ldb + j;
+    const T* b = B + k * ldb + j;
     for (int64_t r = 0; r < kRows; ++r) {
-      float a = A[r * lda + k];
+      T a = A[r * lda + k];
       for (int64_t u = 0; u < kCols; ++u) acc[r][u] += a * b[u];
     }
   }
@@ -36,8 +41,9 @@ inline void micro_tile(const float* A, int64_t lda, const float* B, int64_t ldb,
 }
 
 // C[M, N] += A[M, K] * B[K, N], all row-major and dense, for the columns [j0, j1).
-void gemm_columns(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C,
-                  int64_t j0, int64_t j1) {
+template <typename T>
+void gemm_columns(int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C, int64_t j0,
+                  int64_t j1) {
   for (int64_t k0 = 0; k0 < K; k0 += kDepthBlock) {
     int64_t k1 = std::min(K, k0 + kDepthBlock);
     int64_t i = 0;
@@ -46,15 +52,15 @@ void gemm_columns(int64_t M, int64_t N, int64_t K, const float* A, const float* 
       for (; j + kCols <= j1; j += kCols) micro_tile(A + i * K, K, B, N, C + i * N, N, k0, k1, j);
       for (int64_t r = i; r < i + kRows; ++r)
         for (int64_t k = k0; k < k1; ++k) {
-          float a = A[r * K + k];
+          T a = A[r * K + k];
           for (int64_t jj = j; jj < j1; ++jj) C[r * N + jj] += a * B[k * N + jj];
         }
     }
     for (; i < M; ++i)
       for (int64_t k = k0; k < k1; ++k) {
-        float a = A[i * K + k];
-        const float* b = B + k * N;
-        float* c = C + i * N;
+        T a = A[i * K + k];
+        const T* b = B + k * N;
+        T* c = C + i * N;
         for (int64_t jj = j0; jj < j1; ++jj) c[jj] += a * b[jj];
       }
   }
@@ -62,7 +68,8 @@ void gemm_columns(int64_t M, int64_t N, int64_t K, const float* A, const float* 
 
 // C[M, N] += A[M, K] * B[K, N]; tiles of 64 rows by kColBlock columns run in parallel (they
 // write disjoint parts of C), so small spatial outputs with many channels still spread out.
-void gemm(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float* C) {
+template <typename T>
+void gemm(int64_t M, int64_t N, int64_t K, const T* A, const T* B, T* C) {
   constexpr int64_t kRowBlock = 64;
   int64_t col_blocks = (N + kColBlock - 1) / kColBlock,
           row_blocks = (M + kRowBlock - 1) / kRowBlock;
@@ -83,28 +90,29 @@ void gemm(int64_t M, int64_t N, int64_t K, const float* A, const float* B, float
 // ---- geometry ---------------------------------------------------------------------------
 
 // col[(c*K + kidx), p] = x[c, window(p, kidx)] (zero in padding).
-void im2col(const float* x, int64_t channels, const Window3& g, float* col) {
+template <typename T>
+void im2col(const T* x, int64_t channels, const Window3& g, T* col) {
   const int64_t P = g.out[0] * g.out[1] * g.out[2];
   int64_t row = 0;
   for (int64_t c = 0; c < channels; ++c) {
-    const float* xc = x + c * g.in[0] * g.in[1] * g.in[2];
+    const T* xc = x + c * g.in[0] * g.in[1] * g.in[2];
     for (int64_t ka = 0; ka < g.k[0]; ++ka)
       for (int64_t kb = 0; kb < g.k[1]; ++kb)
         for (int64_t kc = 0; kc < g.k[2]; ++kc, ++row) {
-          float* dst = col + row * P;
+          T* dst = col + row * P;
           for (int64_t oa = 0; oa < g.out[0]; ++oa) {
             int64_t ia = oa * g.s[0] - g.p[0] + ka * g.d[0];
             for (int64_t ob = 0; ob < g.out[1]; ++ob, dst += g.out[2]) {
               int64_t ib = ob * g.s[1] - g.p[1] + kb * g.d[1];
               if (ia < 0 || ia >= g.in[0] || ib < 0 || ib >= g.in[1]) {
-                std::fill(dst, dst + g.out[2], 0.f);
+                std::fill(dst, dst + g.out[2], T(0));
                 continue;
               }
-              const float* src = xc + (ia * g.in[1] + ib) * g.in[2];
+              const T* src = xc + (ia * g.in[1] + ib) * g.in[2];
               int64_t base = -g.p[2] + kc * g.d[2];
               for (int64_t oc = 0; oc < g.out[2]; ++oc) {
                 int64_t ic = base + oc * g.s[2];
-                dst[oc] = (ic >= 0 && ic < g.in[2]) ? src[ic] : 0.f;
+                dst[oc] = (ic >= 0 && ic < g.in[2]) ? src[ic] : T(0);
               }
             }
           }
@@ -114,21 +122,22 @@ void im2col(const float* x, int64_t channels, const Window3& g, float* col) {
 
 // The inverse scatter: y[c, window(p, kidx)] += col[(c*K + kidx), p] (y has g.out dims; the
 // window walks the input positions g.in of ConvTranspose).
-void col2im(const float* col, int64_t channels, const Window3& g, float* y) {
+template <typename T>
+void col2im(const T* col, int64_t channels, const Window3& g, T* y) {
   const int64_t P = g.in[0] * g.in[1] * g.in[2];
   int64_t row = 0;
   for (int64_t c = 0; c < channels; ++c) {
-    float* yc = y + c * g.out[0] * g.out[1] * g.out[2];
+    T* yc = y + c * g.out[0] * g.out[1] * g.out[2];
     for (int64_t ka = 0; ka < g.k[0]; ++ka)
       for (int64_t kb = 0; kb < g.k[1]; ++kb)
         for (int64_t kc = 0; kc < g.k[2]; ++kc, ++row) {
-          const float* src = col + row * P;
+          const T* src = col + row * P;
           for (int64_t ia = 0; ia < g.in[0]; ++ia) {
             int64_t oa = ia * g.s[0] - g.p[0] + ka * g.d[0];
             for (int64_t ib = 0; ib < g.in[1]; ++ib, src += g.in[2]) {
               int64_t ob = ib * g.s[1] - g.p[1] + kb * g.d[1];
               if (oa < 0 || oa >= g.out[0] || ob < 0 || ob >= g.out[1]) continue;
-              float* dst = yc + (oa * g.out[1] + ob) * g.out[2];
+              T* dst = yc + (oa * g.out[1] + ob) * g.out[2];
               for (int64_t ic = 0; ic < g.in[2]; ++ic) {
                 int64_t oc = ic * g.s[2] - g.p[2] + kc * g.d[2];
                 if (oc >= 0 && oc < g.out[2]) dst[oc] += src[ic];
@@ -139,25 +148,35 @@ void col2im(const float* col, int64_t channels, const Window3& g, float* y) {
   }
 }
 
-// Runs a float kernel on inputs of any floating dtype (others are converted to f32 and back).
+template <typename T>
+constexpr DType dtype_of() {
+  return std::is_same_v<T, double> ? DType::f64 : DType::f32;
+}
+
+// Runs compute(std::type_identity<T>{}, inputs) in the precision of input 0: T = double for f64,
+// float for f32, and float for f16/bf16 (inputs converted to f32, the result converted back).
+// Inputs of another dtype than T are converted to it.
 template <typename F>
-std::vector<Tensor> in_float(const OpContext& ctx, F compute) {
-  std::vector<Tensor> converted;
-  converted.reserve(ctx.num_inputs());  // pointers into it are kept
-  std::vector<const Tensor*> in;
+std::vector<Tensor> in_floating(const OpContext& ctx, F compute) {
   DType t = value_of(ctx, 0).dtype();
   if (!is_floating(t)) unsupported(ctx, "needs a floating-point input");
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    const Tensor* v = ctx.has_input(i) ? &value_of(ctx, i) : nullptr;
-    if (v && v->dtype() != DType::f32) {
-      converted.push_back(v->cast(DType::f32));
-      v = &converted.back();
+  auto run = [&]<typename T>(std::type_identity<T> tag) {
+    std::vector<Tensor> converted;
+    converted.reserve(ctx.num_inputs());  // pointers into it are kept
+    std::vector<const Tensor*> in;
+    for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+      const Tensor* v = ctx.has_input(i) ? &value_of(ctx, i) : nullptr;
+      if (v && v->dtype() != dtype_of<T>()) {
+        converted.push_back(v->cast(dtype_of<T>()));
+        v = &converted.back();
+      }
+      in.push_back(v);
     }
-    in.push_back(v);
-  }
-  Tensor out = compute(in);
-  if (t != DType::f32) out = out.cast(t);
-  return {std::move(out)};
+    Tensor out = compute(tag, in);
+    if (t != dtype_of<T>()) out = out.cast(t);
+    return std::vector<Tensor>{std::move(out)};
+  };
+  return t == DType::f64 ? run(std::type_identity<double>{}) : run(std::type_identity<float>{});
 }
 
 std::vector<int64_t> kernel_dims(const OpContext& ctx, const Shape& w) {
@@ -198,6 +217,50 @@ OpWork conv_work(const OpContext& ctx, const std::vector<TensorType>& outs, bool
 
 // ---- Conv -------------------------------------------------------------------------------
 
+// Conv on inputs already in T: im2col (skipped for a pointwise kernel), then a GEMM per group.
+template <typename T>
+Tensor conv_forward(const OpContext& ctx, const std::vector<const Tensor*>& in) {
+  const Tensor& x = *in[0];
+  const Tensor& w = *in[1];
+  const Tensor* b = in.size() > 2 ? in[2] : nullptr;
+  int64_t group = ctx.attr_int("group");
+  int64_t N = x.dims()[0], C = x.dims()[1], M = w.dims()[0], Cg = C / group, Mg = M / group;
+  if (x.rank() < 3 || x.rank() > 5) unsupported(ctx, "only 1-D to 3-D convolutions run");
+  if (w.dims()[1] * group != C || M % group != 0) ctx.fail("channels do not match group");
+  std::vector<int64_t> in_sp(x.dims().begin() + 2, x.dims().end());
+  std::vector<Dim> sp(in_sp.begin(), in_sp.end());
+  std::vector<int64_t> ksz(w.dims().begin() + 2, w.dims().end());
+  auto axes = window_axes(ctx, sp, ksz, false);
+  auto out_sp = window_out_dims(axes);
+  Window3 g = to_window3(in_sp, out_sp, axes);
+  int64_t K = product(ksz), P = product(out_sp), X = product(in_sp);
+  std::vector<int64_t> out_dims = {N, M};
+  out_dims.insert(out_dims.end(), out_sp.begin(), out_sp.end());
+  Tensor y(dtype_of<T>(), out_dims);
+  const T* xp = x.data<T>().data();
+  const T* wp = w.data<T>().data();
+  T* yp = y.data<T>().data();
+  bool pointwise = K == 1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1 && g.p[0] == 0 &&
+                   g.p[1] == 0 && g.p[2] == 0 && P == X;
+  std::vector<T> col(pointwise ? 0 : size_t(Cg * K * P));
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t gi = 0; gi < group; ++gi) {
+      const T* xg = xp + (n * C + gi * Cg) * X;
+      const T* src = xg;
+      if (!pointwise) {
+        im2col(xg, Cg, g, col.data());
+        src = col.data();
+      }
+      T* yg = yp + (n * M + gi * Mg) * P;
+      if (b) {
+        const T* bp = b->data<T>().data();
+        for (int64_t m = 0; m < Mg; ++m) std::fill(yg + m * P, yg + (m + 1) * P, bp[gi * Mg + m]);
+      }
+      gemm(Mg, P, Cg * K, wp + gi * Mg * Cg * K, src, yg);
+    }
+  return y;
+}
+
 void add_conv(OpTableBuilder& table) {
   OpDef d;
   d.name = "Conv";
@@ -229,48 +292,10 @@ void add_conv(OpTableBuilder& table) {
     return conv_work(ctx, outs, false);
   };
   d.kernel = [](const OpContext& ctx) {
-    return in_float(ctx, [&](const std::vector<const Tensor*>& in) {
-      const Tensor& x = *in[0];
-      const Tensor& w = *in[1];
-      const Tensor* b = in.size() > 2 ? in[2] : nullptr;
-      int64_t group = ctx.attr_int("group");
-      int64_t N = x.dims()[0], C = x.dims()[1], M = w.dims()[0], Cg = C / group, Mg = M / group;
-      if (x.rank() < 3 || x.rank() > 5) unsupported(ctx, "only 1-D to 3-D convolutions run");
-      if (w.dims()[1] * group != C || M % group != 0) ctx.fail("channels do not match group");
-      std::vector<int64_t> in_sp(x.dims().begin() + 2, x.dims().end());
-      std::vector<Dim> sp(in_sp.begin(), in_sp.end());
-      std::vector<int64_t> ksz(w.dims().begin() + 2, w.dims().end());
-      auto axes = window_axes(ctx, sp, ksz, false);
-      auto out_sp = window_out_dims(axes);
-      Window3 g = to_window3(in_sp, out_sp, axes);
-      int64_t K = product(ksz), P = product(out_sp), X = product(in_sp);
-      std::vector<int64_t> out_dims = {N, M};
-      out_dims.insert(out_dims.end(), out_sp.begin(), out_sp.end());
-      Tensor y(DType::f32, out_dims);
-      const float* xp = x.data<float>().data();
-      const float* wp = w.data<float>().data();
-      float* yp = y.data<float>().data();
-      bool pointwise = K == 1 && g.s[0] == 1 && g.s[1] == 1 && g.s[2] == 1 && g.p[0] == 0 &&
-                       g.p[1] == 0 && g.p[2] == 0 && P == X;
-      std::vector<float> col(pointwise ? 0 : size_t(Cg * K * P));
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t gi = 0; gi < group; ++gi) {
-          const float* xg = xp + (n * C + gi * Cg) * X;
-          const float* src = xg;
-          if (!pointwise) {
-            im2col(xg, Cg, g, col.data());
-            src = col.data();
-          }
-          float* yg = yp + (n * M + gi * Mg) * P;
-          if (b) {
-            const float* bp = b->data<float>().data();
-            for (int64_t m = 0; m < Mg; ++m)
-              std::fill(yg + m * P, yg + (m + 1) * P, bp[gi * Mg + m]);
-          }
-          gemm(Mg, P, Cg * K, wp + gi * Mg * Cg * K, src, yg);
-        }
-      return y;
-    });
+    return in_floating(
+        ctx, [&]<typename T>(std::type_identity<T>, const std::vector<const Tensor*>& in) {
+          return conv_forward<T>(ctx, in);
+        });
   };
   table.add(std::move(d));
 }
@@ -344,6 +369,50 @@ TransposeGeometry transpose_geometry(const OpContext& ctx, const std::vector<Dim
   return t;
 }
 
+// ConvTranspose on inputs already in T: a GEMM with the transposed weights, then col2im.
+template <typename T>
+Tensor conv_transpose_forward(const OpContext& ctx, const std::vector<const Tensor*>& in) {
+  const Tensor& x = *in[0];
+  const Tensor& w = *in[1];
+  const Tensor* b = in.size() > 2 ? in[2] : nullptr;
+  int64_t group = ctx.attr_int("group");
+  if (x.rank() < 3 || x.rank() > 5) unsupported(ctx, "only 1-D to 3-D convolutions run");
+  int64_t N = x.dims()[0], C = x.dims()[1], Cg = C / group, Mg = w.dims()[1], M = Mg * group;
+  if (w.dims()[0] != C || C % group != 0) ctx.fail("channels do not match group");
+  std::vector<int64_t> in_sp(x.dims().begin() + 2, x.dims().end());
+  std::vector<int64_t> ksz(w.dims().begin() + 2, w.dims().end());
+  auto t = transpose_geometry(ctx, std::vector<Dim>(in_sp.begin(), in_sp.end()), ksz);
+  std::vector<int64_t> out_sp;
+  for (const Dim& dim : t.out) out_sp.push_back(dim.value());
+  Window3 g = to_window3(in_sp, out_sp, t.axes);
+  int64_t K = product(ksz), P = product(in_sp), Q = product(out_sp);
+  std::vector<int64_t> out_dims = {N, M};
+  out_dims.insert(out_dims.end(), out_sp.begin(), out_sp.end());
+  Tensor y(dtype_of<T>(), out_dims);
+  const T* xp = x.data<T>().data();
+  const T* wp = w.data<T>().data();
+  T* yp = y.data<T>().data();
+  // wt[(m*K + k), c] = w[c, m, k] for one group: the GEMM's left operand.
+  std::vector<T> wt(size_t(Mg * K * Cg)), col(size_t(Mg * K * P));
+  for (int64_t gi = 0; gi < group; ++gi) {
+    for (int64_t c = 0; c < Cg; ++c)
+      for (int64_t mk = 0; mk < Mg * K; ++mk)
+        wt[size_t(mk * Cg + c)] = wp[(gi * Cg + c) * Mg * K + mk];
+    for (int64_t n = 0; n < N; ++n) {
+      std::fill(col.begin(), col.end(), T(0));
+      gemm(Mg * K, P, Cg, wt.data(), xp + (n * C + gi * Cg) * P, col.data());
+      col2im(col.data(), Mg, g, yp + (n * M + gi * Mg) * Q);
+    }
+  }
+  if (b) {
+    const T* bp = b->data<T>().data();
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t q = 0; q < Q; ++q) yp[(n * M + m) * Q + q] += bp[m];
+  }
+  return y;
+}
+
 void add_conv_transpose(OpTableBuilder& table) {
   OpDef d;
   d.name = "ConvTranspose";
@@ -373,47 +442,10 @@ void add_conv_transpose(OpTableBuilder& table) {
     return conv_work(ctx, outs, true);
   };
   d.kernel = [](const OpContext& ctx) {
-    return in_float(ctx, [&](const std::vector<const Tensor*>& in) {
-      const Tensor& x = *in[0];
-      const Tensor& w = *in[1];
-      const Tensor* b = in.size() > 2 ? in[2] : nullptr;
-      int64_t group = ctx.attr_int("group");
-      if (x.rank() < 3 || x.rank() > 5) unsupported(ctx, "only 1-D to 3-D convolutions run");
-      int64_t N = x.dims()[0], C = x.dims()[1], Cg = C / group, Mg = w.dims()[1], M = Mg * group;
-      if (w.dims()[0] != C || C % group != 0) ctx.fail("channels do not match group");
-      std::vector<int64_t> in_sp(x.dims().begin() + 2, x.dims().end());
-      std::vector<int64_t> ksz(w.dims().begin() + 2, w.dims().end());
-      auto t = transpose_geometry(ctx, std::vector<Dim>(in_sp.begin(), in_sp.end()), ksz);
-      std::vector<int64_t> out_sp;
-      for (const Dim& dim : t.out) out_sp.push_back(dim.value());
-      Window3 g = to_window3(in_sp, out_sp, t.axes);
-      int64_t K = product(ksz), P = product(in_sp), Q = product(out_sp);
-      std::vector<int64_t> out_dims = {N, M};
-      out_dims.insert(out_dims.end(), out_sp.begin(), out_sp.end());
-      Tensor y(DType::f32, out_dims);
-      const float* xp = x.data<float>().data();
-      const float* wp = w.data<float>().data();
-      float* yp = y.data<float>().data();
-      // wt[(m*K + k), c] = w[c, m, k] for one group: the GEMM's left operand.
-      std::vector<float> wt(size_t(Mg * K * Cg)), col(size_t(Mg * K * P));
-      for (int64_t gi = 0; gi < group; ++gi) {
-        for (int64_t c = 0; c < Cg; ++c)
-          for (int64_t mk = 0; mk < Mg * K; ++mk)
-            wt[size_t(mk * Cg + c)] = wp[(gi * Cg + c) * Mg * K + mk];
-        for (int64_t n = 0; n < N; ++n) {
-          std::fill(col.begin(), col.end(), 0.f);
-          gemm(Mg * K, P, Cg, wt.data(), xp + (n * C + gi * Cg) * P, col.data());
-          col2im(col.data(), Mg, g, yp + (n * M + gi * Mg) * Q);
-        }
-      }
-      if (b) {
-        const float* bp = b->data<float>().data();
-        for (int64_t n = 0; n < N; ++n)
-          for (int64_t m = 0; m < M; ++m)
-            for (int64_t q = 0; q < Q; ++q) yp[(n * M + m) * Q + q] += bp[m];
-      }
-      return y;
-    });
+    return in_floating(
+        ctx, [&]<typename T>(std::type_identity<T>, const std::vector<const Tensor*>& in) {
+          return conv_transpose_forward<T>(ctx, in);
+        });
   };
   table.add(std::move(d));
 }

@@ -1,5 +1,6 @@
 // Conv and ConvTranspose (ir/ops/conv.cpp) against a direct loop-nest convolution written here,
-// plus hand-worked answers, shape inference (auto_pad, symbolic batch) and errors.
+// plus hand-worked answers, shape inference (auto_pad, symbolic batch) and errors. The loop nests
+// accumulate in double and write the input's dtype, so they are the f64 reference too.
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -17,6 +18,17 @@ Tensor random_tensor(std::vector<int64_t> dims, uint32_t seed) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     s = s * 1664525u + 1013904223u;
     t.set(i, double(s >> 8) / double(1 << 24) - 0.5);
+  }
+  return t;
+}
+
+// Doubles with all 53 mantissa bits in use, so a kernel that rounds through float shows it.
+Tensor random_f64(std::vector<int64_t> dims, uint64_t seed) {
+  Tensor t(DType::f64, std::move(dims));
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    t.set(i, double(s >> 11) / double(uint64_t(1) << 53) - 0.5);
   }
   return t;
 }
@@ -46,7 +58,7 @@ Tensor naive_conv(const Tensor& x, const Tensor& w, const Tensor* b, const ConvP
         (in[i] + p.pads[i] + p.pads[r + i] - p.dilations[i] * (k[i] - 1) - 1) / p.strides[i] + 1;
   std::vector<int64_t> yd = {N, M};
   yd.insert(yd.end(), out.begin(), out.end());
-  Tensor y(DType::f32, yd);
+  Tensor y(x.dtype(), yd);
   int64_t yi = 0;
   std::vector<int64_t> full(yd.size(), 0);
   do {
@@ -145,12 +157,42 @@ TEST_CASE("Conv worked by hand, auto_pad and shape inference") {
           .infer());
 }
 
-TEST_CASE("Conv in f64 converts and keeps the dtype") {
+TEST_CASE("Conv in f64 keeps the dtype") {
   Tensor x = f32({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}).cast(DType::f64);
   Tensor w = f32({1, 1, 2, 2}, {1, 1, 1, 1}).cast(DType::f64);
   Tensor y = run1("Conv", {x, w});
   CHECK(y.dtype() == DType::f64);
   CHECK(y.to_doubles() == std::vector<double>{12, 16, 24, 28});
+}
+
+TEST_CASE("Conv computes f64 in double and f16 through f32") {
+  // The prover replays counterexamples through Conv in float64: a kernel that rounded through
+  // float would be off by ~1e-8 here, far above the 1e-12 asked.
+  struct Case {
+    std::vector<int64_t> x, w;
+    ConvParams p;
+  };
+  std::vector<Case> cases = {
+      {{2, 4, 7, 6}, {6, 2, 3, 2}, {{2, 1}, {1, 2}, {0, 1, 2, 0}, 2}},
+      {{1, 5, 4, 4}, {7, 5, 1, 1}, {{1, 1}, {1, 1}, {0, 0, 0, 0}, 1}},  // pointwise
+      {{1, 3, 12}, {4, 3, 5}, {{3}, {1}, {2, 1}, 1}},
+      {{1, 2, 4, 5, 3}, {3, 2, 2, 3, 2}, {{1, 2, 1}, {1, 1, 2}, {1, 0, 1, 0, 1, 0}, 1}},
+      {{1, 64, 9, 9}, {37, 64, 3, 3}, {{1, 1}, {1, 1}, {1, 1, 1, 1}, 1}},  // blocked, parallel
+  };
+  uint64_t seed = 100;
+  for (const Case& c : cases) {
+    Tensor x = random_f64(c.x, seed++), w = random_f64(c.w, seed++);
+    Tensor b = random_f64({c.w[0]}, seed++);
+    Tensor got = SingleOp("Conv", {x, w, b}, conv_attrs(c.p)).run()[0];
+    CHECK(got.dtype() == DType::f64);
+    check_close(got, naive_conv(x, w, &b, c.p), 1e-12);
+  }
+  // f16 inputs: converted to f32, accumulated there, written back as f16.
+  const Case& c = cases[0];
+  Tensor x = random_tensor(c.x, 7).cast(DType::f16), w = random_tensor(c.w, 8).cast(DType::f16);
+  Tensor got = SingleOp("Conv", {x, w}, conv_attrs(c.p)).run()[0];
+  CHECK(got.dtype() == DType::f16);
+  check_close(got, naive_conv(x, w, nullptr, c.p), 4e-3);
 }
 
 namespace {
@@ -166,7 +208,7 @@ Tensor naive_conv_transpose(const Tensor& x, const Tensor& w, const Tensor* b,
     out[i] = s[i] * (in[i] - 1) + outpad[i] + (k[i] - 1) * d[i] + 1 - pads[i] - pads[r + i];
   std::vector<int64_t> yd = {N, M};
   yd.insert(yd.end(), out.begin(), out.end());
-  Tensor y(DType::f32, yd);
+  Tensor y(x.dtype(), yd);
   std::vector<int64_t> xi(x.rank(), 0);
   do {
     int64_t n = xi[0], c = xi[1], g = c / Cg;
@@ -224,6 +266,19 @@ TEST_CASE("ConvTranspose matches the direct scatter and ONNX's worked example") 
     Tensor got = SingleOp("ConvTranspose", {xr, wr, b}, a).run()[0];
     check_close(got, naive_conv_transpose(xr, wr, &b, c.s, c.d, c.pads, c.outpad, c.group));
     CHECK(SingleOp("ConvTranspose", {xr, wr, b}, a).infer()[0].shape == got.type().shape);
+  }
+  // f64 runs in double all through: the scatter's sums match the direct ones to rounding.
+  for (const Case& c : cases) {
+    Tensor xr = random_f64(c.x, seed++), wr = random_f64(c.w, seed++);
+    Tensor b = random_f64({c.w[1] * c.group}, seed++);
+    Attributes a = attrs({{"strides", c.s},
+                          {"dilations", c.d},
+                          {"pads", c.pads},
+                          {"output_padding", c.outpad},
+                          {"group", c.group}});
+    Tensor got = SingleOp("ConvTranspose", {xr, wr, b}, a).run()[0];
+    CHECK(got.dtype() == DType::f64);
+    check_close(got, naive_conv_transpose(xr, wr, &b, c.s, c.d, c.pads, c.outpad, c.group), 1e-12);
   }
   // output_shape sets the size and the padding (SAME_UPPER splits the crop, extra at the end)
   SingleOp os("ConvTranspose", {x, w},
