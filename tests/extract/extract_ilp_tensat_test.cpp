@@ -1,5 +1,6 @@
 // The ILP on the cyclic tensat e-graphs under a short time limit: whatever CBC manages in that
-// time, the answer is valid, acyclic, no worse than the warm start, and back in time.
+// time, the answer is valid, acyclic, no worse than the warm start, and back in time, with a
+// proven bound. vgg's optimum is proved by the critical-path bound alone.
 #include <catch2/catch.hpp>
 #include <chrono>
 
@@ -20,7 +21,7 @@ TEST_CASE("time-limited ILP on the cyclic tensat e-graphs", "[tensat][ilp][slow]
       auto sp = make_problem(g);
       auto warm = extract_dag(sp.problem);
       IlpOptions options;
-      options.time_limit_seconds = 8;
+      options.time_limit_seconds = 6;
       options.warm_start = warm.choice;
       auto start = std::chrono::steady_clock::now();
       auto ilp = extract_ilp(sp.problem, options);
@@ -30,8 +31,11 @@ TEST_CASE("time-limited ILP on the cyclic tensat e-graphs", "[tensat][ilp][slow]
       REQUIRE(v.ok);
       CHECK(ilp.dag_cost <= warm.dag_cost);
       CHECK(wall < options.time_limit_seconds + 3);
-      if (ilp.bound) CHECK(*ilp.bound <= ilp.dag_cost + 1e-9);
-      if (ilp.optimal) CHECK(ilp.bound.has_value());
+      REQUIRE(ilp.bound.has_value());
+      CHECK(*ilp.bound > 0);
+      CHECK(*ilp.bound <= ilp.dag_cost + 1e-9);
+      if (name == "vgg") CHECK(ilp.optimal);
+      if (name == "resnet50") CHECK(*ilp.bound >= 0.9 * ilp.dag_cost);
     }
   }
 }

@@ -4,6 +4,7 @@
 #include "extract/dag.h"
 #include "extract/greedy.h"
 #include "extract/ilp.h"
+#include "extract/reduce.h"
 #include "support/error.h"
 #include "tests/extract/small_problems.h"
 #include "tests/extract/validator.h"
@@ -74,6 +75,50 @@ TEST_CASE("cyclic e-graphs give acyclic choices", "[extract]") {
     CHECK(chosen(sp, r, "B") == "b2");
     CHECK(chosen(sp, r, "U").empty());  // unreachable: not chosen, and not an error
   }
+}
+
+TEST_CASE("ILP cuts the cycle of a relaxation and proves the optimum", "[extract]") {
+  auto sp = problem_from_text(test::kCycles);
+  IlpOptions options;  // a poor warm start, A=la: 1 + 5 + 2
+  options.warm_start.assign(sp.problem.num_classes(), kNoNode);
+  for (NodeIndex n = 0; n < sp.problem.num_nodes(); ++n)
+    if (sp.node_ids[n] == "r" || sp.node_ids[n] == "a2" || sp.node_ids[n] == "c2")
+      options.warm_start[sp.problem.node_class(n)] = n;
+  REQUIRE(dag_cost(sp.problem, options.warm_start) == 8);
+  auto ilp = extract_ilp(sp.problem, options);
+  check_valid(test::kCycles, sp, ilp);
+  CHECK(ilp.dag_cost == 4);  // the relaxation's A=f(B), B=g(A) costs 3 and is cut
+  CHECK(ilp.optimal);
+  REQUIRE(ilp.bound.has_value());
+  CHECK(*ilp.bound == Approx(4));
+}
+
+TEST_CASE("the reduction folds, drops dominated e-nodes, and maps choices both ways", "[extract]") {
+  auto sp = problem_from_text(test::kReducible);
+  const auto& p = sp.problem;
+  ReducedProblem reduced = reduce_problem(p);
+  CHECK(reduced.problem.num_classes() == 2);  // R and A
+  CHECK(reduced.problem.num_nodes() == 2);    // r and a1
+  REQUIRE(reduced.problem.roots().size() == 1);
+  ClassIndex root = reduced.problem.roots()[0];
+  NodeIndex r = reduced.problem.nodes(root)[0];
+  REQUIRE(reduced.problem.children(r).size() == 1);  // S folded into A, repeats merged
+  CHECK(reduced.problem.nodes(reduced.problem.children(r)[0]).size() == 1);
+
+  Choice poor(p.num_classes(), kNoNode);  // A=a2, which also needs V: 1 + 4 + 2
+  for (NodeIndex n = 0; n < p.num_nodes(); ++n)
+    if (sp.node_ids[n] != "a1") poor[p.node_class(n)] = n;
+  REQUIRE(dag_cost(p, poor) == 7);
+  Choice back = reduced.expand(p, reduced.reduce(p, poor));
+  REQUIRE(is_valid_choice(p, back));
+  CHECK(dag_cost(p, back) == 4);
+
+  IlpOptions options;
+  options.warm_start = poor;
+  auto ilp = extract_ilp(p, options);
+  check_valid(test::kReducible, sp, ilp);
+  CHECK(ilp.dag_cost == 4);
+  CHECK(ilp.optimal);
 }
 
 TEST_CASE("ties go to the first e-node in file order", "[extract]") {

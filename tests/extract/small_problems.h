@@ -40,6 +40,18 @@ inline constexpr const char* kNoFiniteTerm = R"({"nodes": {
   "a": {"op": "f", "children": ["a"], "eclass": "A", "cost": 1}},
   "root_eclasses": ["A"]})";
 
+// For the ILP's reduction: S=split(A) and the weight W are single e-nodes of cost 0 (folded);
+// a2 costs more than a1 and needs a superset of its children (dominated), which leaves V
+// unreachable. The optimum is R(1) + A=a1(3).
+inline constexpr const char* kReducible = R"({"nodes": {
+  "r":  {"op": "h", "children": ["a1", "s"], "eclass": "R", "cost": 1},
+  "s":  {"op": "split", "children": ["a1"], "eclass": "S", "cost": 0},
+  "a1": {"op": "p", "children": ["w"], "eclass": "A", "cost": 3},
+  "a2": {"op": "q", "children": ["w", "v"], "eclass": "A", "cost": 4},
+  "w":  {"op": "weight", "children": [], "eclass": "W", "cost": 0},
+  "v":  {"op": "v", "children": [], "eclass": "V", "cost": 2}},
+  "root_eclasses": ["R"]})";
+
 inline extract::SerializedProblem problem_from_text(const char* text) {
   return extract::make_problem(egraph::parse_serialized_egraph(text));
 }
