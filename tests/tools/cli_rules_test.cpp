@@ -46,8 +46,9 @@ const fs::path& cache_home() {
   return dir;
 }
 
-// Runs the eqfuse binary with `args` (no shell), stdout and stderr captured apart.
-Result run_eqfuse(const std::vector<std::string>& args) {
+// Runs the eqfuse binary with `args` (no shell), stdout and stderr captured apart, in the folder
+// `cwd` when given.
+Result run_eqfuse(const std::vector<std::string>& args, const fs::path& cwd = {}) {
   std::vector<std::string> argv_s = {EQFUSE_BINARY};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -69,6 +70,7 @@ Result run_eqfuse(const std::vector<std::string>& args) {
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
   for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1]})
     posix_spawn_file_actions_addclose(&actions, fd);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
   pid_t pid = 0;
   int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
@@ -301,9 +303,9 @@ TEST_CASE("eqfuse rules show prints a rule, its shapes and its proof", "[tools][
   CHECK(doc.contains("counterexample"));
   CHECK(doc["bounds"].is_array());
 
-  // Without --rules, the library.
+  // Without --rules, the library (found from the working folder wherever the build tree is).
   args = {"rules", "show", "--json", "--no-cache", "transpose-2d-twice"};
-  Result lib = run_eqfuse(args);
+  Result lib = run_eqfuse(args, source_dir());
   INFO(describe(args, lib));
   CHECK(lib.code == 0);
   CHECK(parse_json(lib.out)["verdict"] == "proved");
