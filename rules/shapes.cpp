@@ -1,11 +1,12 @@
 #include "rules/shapes.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <numeric>
+#include <optional>
 #include <random>
-#include <set>
 
 #include "rules/attr_codec.h"
 #include "rules/condition.h"
@@ -14,34 +15,571 @@ namespace eqfuse::rules {
 
 namespace {
 
-// What the conditions say about a class variable: its dtype, and whether it is a constant (and
-// of which kind: "const", "scalar", "zero", "one", "nonzero", "value").
-struct VarFacts {
-  std::optional<ir::DType> dtype;
-  std::string constant;
-  double value = 0;
+// What the plain facts of the conditions say about the class variables.
+struct Facts {
+  std::map<std::string, int64_t> rank;
+  std::map<std::string, std::string> same;      // variable -> another of its same-shape group
+  std::map<std::string, std::string> constant;  // const, scalar, zero, one, nonzero, value
+  std::map<std::string, double> value;
+  std::map<std::string, ir::DType> dtype;
 };
 
-void scan(const Sexpr& e, std::map<std::string, VarFacts>& facts) {
-  if (!e.is_list() || e.items.empty()) return;
-  const Sexpr& head = e.items[0];
-  if (head.kind == Sexpr::Kind::Symbol && e.items.size() >= 2 &&
-      e.items[1].kind == Sexpr::Kind::Var) {
-    const std::string& f = head.text;
-    VarFacts& v = facts[e.items[1].text];
-    if (f == "dtype" && e.items.size() == 3) v.dtype = ir::parse_dtype(e.items[2].text);
-    if (f == "is-int") v.dtype = ir::DType::i64;
-    if (f == "const" || f == "scalar" || f == "zero" || f == "one" || f == "nonzero")
-      if (v.constant.empty() || v.constant == "const") v.constant = f;
-    if (f == "value" && e.items.size() == 3) {
-      v.constant = "value";
-      v.value = e.items[2].number;
-    }
-  }
-  if (head.is_symbol("not")) return;  // facts under a negation are not requirements
-  for (const Sexpr& item : e.items) scan(item, facts);
+std::string root(const Facts& f, const std::string& v) {
+  auto it = f.same.find(v);
+  return it == f.same.end() || it->second == v ? v : root(f, it->second);
 }
 
+void scan(const Sexpr& e, Facts& f) {
+  if (!e.is_list() || e.items.empty() || e.items[0].kind != Sexpr::Kind::Symbol) return;
+  const std::string& head = e.items[0].text;
+  if (head == "not" || head == "or") return;  // facts under these are not requirements
+  auto var = [&](size_t i) {
+    return i < e.items.size() && e.items[i].kind == Sexpr::Kind::Var ? e.items[i].text
+                                                                     : std::string();
+  };
+  if (head == "rank" && !var(1).empty() && e.items.size() == 3 &&
+      e.items[2].kind == Sexpr::Kind::Integer)
+    f.rank[var(1)] = e.items[2].integer;
+  if (head == "same-shape" && !var(1).empty() && !var(2).empty()) {
+    std::string a = root(f, var(1)), b = root(f, var(2));
+    if (a != b) f.same[b] = a;
+  }
+  if (head == "dtype" && !var(1).empty() && e.items.size() == 3)
+    if (auto d = ir::parse_dtype(e.items[2].text)) f.dtype[var(1)] = *d;
+  if (head == "is-int" && !var(1).empty()) f.dtype[var(1)] = ir::DType::i64;
+  if ((head == "const" || head == "scalar" || head == "zero" || head == "one" ||
+       head == "nonzero" || head == "value") &&
+      !var(1).empty()) {
+    std::string& c = f.constant[var(1)];
+    if (c.empty() || c == "const") c = head;
+    if (head == "value" && e.items.size() == 3) f.value[var(1)] = e.items[2].number;
+  }
+  for (const Sexpr& item : e.items) scan(item, f);
+}
+
+// A point of the enumeration: the dims of each same-shape group and the attribute values.
+struct Point {
+  std::vector<std::vector<int64_t>> dims;  // per group
+  std::vector<ir::AttrValue> attrs;        // per attribute variable
+};
+
+struct Slot {
+  size_t group, index;
+};
+
+struct Candidate {
+  RuleBinding binding;
+  std::set<std::string> features;
+};
+
+std::string binding_key(const RuleBinding& b) {
+  std::string k;
+  for (const auto& [name, t] : b.types) k += name + ":" + t.str() + ";";
+  for (const auto& [name, t] : b.values) k += name + "=" + t.str(64) + ";";
+  for (const auto& [name, a] : b.attrs) k += name + "=" + encode_attr(a) + ";";
+  return k;
+}
+
+std::string ranks_key(const std::vector<int64_t>& ranks) {
+  std::string k = "(";
+  for (size_t i = 0; i < ranks.size(); ++i) k += (i ? "," : "") + std::to_string(ranks[i]);
+  return k + ")";
+}
+
+class Enumerator {
+ public:
+  Enumerator(const Rule& rule, const ShapeChoice& choice) : rule_(rule), choice_(choice) {
+    for (const Condition& c : rule.conditions) scan(c.form, facts_);
+    std::map<std::string, size_t> group_of;
+    for (const std::string& v : rule.class_vars) {
+      std::string r = root(facts_, v);
+      auto it = group_of.find(r);
+      if (it == group_of.end()) {
+        it = group_of.emplace(r, groups_.size()).first;
+        groups_.push_back({});
+      }
+      groups_[it->second].push_back(v);
+      group_of[v] = it->second;
+    }
+    for (const auto& vars : groups_) {
+      std::optional<int64_t> fixed;
+      bool scalar = false;
+      for (const std::string& v : vars) {
+        if (facts_.rank.count(v)) fixed = facts_.rank.at(v);
+        auto c = facts_.constant.find(v);
+        if (c != facts_.constant.end() && c->second == "scalar") scalar = true;
+      }
+      std::vector<int64_t> options;
+      if (fixed) {
+        if (*fixed <= choice_.max_rank) options.push_back(*fixed);
+      } else if (scalar) {
+        options = {0, 1};
+      } else {
+        for (int64_t r = 0; r <= choice_.max_rank; ++r) options.push_back(r);
+      }
+      rank_options_.push_back(options);
+    }
+  }
+
+  Enumeration run() {
+    Enumeration out;
+    std::vector<Candidate> candidates;
+    std::set<std::string> seen;
+    size_t combo_index = 0;
+    for (const std::vector<int64_t>& ranks : rank_combos()) {
+      ++combo_index;
+      std::vector<std::vector<ir::AttrValue>> tuples = attr_tuples(ranks);
+      bool any = false;
+      auto explore = [&](Point seed) {
+        any = true;
+        std::vector<Point> points = variants(generalize(std::move(seed)));
+        for (size_t i = 0; i < points.size(); ++i) add(candidates, seen, points[i], ranks, i == 0);
+      };
+      for (const auto& tuple : tuples) {
+        if (auto s = structured_seed(ranks, tuple)) explore(std::move(*s));
+        if (exhausted_) break;
+      }
+      if (!any && !exhausted_) {
+        if (auto s = random_seed(ranks, tuples, combo_index)) explore(std::move(*s));
+      }
+      if (exhausted_) break;
+    }
+    select(candidates, out);
+    return out;
+  }
+
+ private:
+  // ---- the space ----
+
+  std::vector<std::vector<int64_t>> rank_combos() const {
+    size_t n = groups_.size();
+    size_t product = 1;
+    for (const auto& o : rank_options_) {
+      if (o.empty()) return {};
+      product *= o.size();
+      if (product > choice_.max_rank_combos) break;
+    }
+    std::vector<std::vector<int64_t>> out;
+    std::set<std::vector<int64_t>> seen;
+    auto push = [&](std::vector<int64_t> r) {
+      if (seen.insert(r).second) out.push_back(std::move(r));
+    };
+    if (product <= choice_.max_rank_combos) {
+      std::vector<int64_t> r(n);
+      std::function<void(size_t)> rec = [&](size_t g) {
+        if (g == n) return push(r);
+        for (int64_t x : rank_options_[g]) {
+          r[g] = x;
+          rec(g + 1);
+        }
+      };
+      rec(0);
+      return out;
+    }
+    // Too many to take them all: every common rank, and each free group lower than the rest.
+    auto allowed = [&](size_t g, int64_t r) {
+      const auto& o = rank_options_[g];
+      return std::find(o.begin(), o.end(), r) != o.end();
+    };
+    for (int64_t top = 0; top <= choice_.max_rank; ++top) {
+      std::vector<int64_t> r(n);
+      for (size_t g = 0; g < n; ++g) r[g] = allowed(g, top) ? top : rank_options_[g].front();
+      push(r);
+      for (size_t g = 0; g < n; ++g) {
+        if (rank_options_[g].size() < 2) continue;
+        for (int64_t low = 0; low < top; ++low) {
+          if (!allowed(g, low)) continue;
+          std::vector<int64_t> q = r;
+          q[g] = low;
+          push(q);
+        }
+      }
+    }
+    return out;
+  }
+
+  std::vector<ir::AttrValue> attr_domain(const AttrVar& a, const std::vector<int64_t>& ranks) {
+    std::vector<ir::AttrValue> out;
+    int64_t m = choice_.max_rank;
+    std::set<int64_t> lengths(ranks.begin(), ranks.end());
+    lengths.insert(1);
+    switch (a.kind) {
+      case ir::AttrKind::Int:
+        for (int64_t i = -m; i <= m; ++i) out.emplace_back(i);
+        break;
+      case ir::AttrKind::Float:
+        for (double d : {-1.0, 0.0, 0.5, 2.0}) out.emplace_back(d);
+        break;
+      case ir::AttrKind::Ints: {
+        std::set<std::vector<int64_t>> lists;
+        for (int64_t len : lengths) {
+          std::vector<int64_t> perm(static_cast<size_t>(len));
+          std::iota(perm.begin(), perm.end(), 0);
+          do {
+            lists.insert(perm);
+          } while (std::next_permutation(perm.begin(), perm.end()));
+        }
+        for (int64_t i = -m; i < m; ++i) lists.insert({i});
+        for (const auto& l : lists) out.emplace_back(l);
+        break;
+      }
+      case ir::AttrKind::Floats:
+        for (int64_t len : lengths)
+          out.emplace_back(std::vector<double>(static_cast<size_t>(len), 1.0));
+        break;
+      default:
+        out.emplace_back(std::string());
+    }
+    return out;
+  }
+
+  std::vector<std::vector<ir::AttrValue>> attr_tuples(const std::vector<int64_t>& ranks) {
+    std::vector<std::vector<ir::AttrValue>> domains;
+    for (const AttrVar& a : rule_.attr_vars) domains.push_back(attr_domain(a, ranks));
+    std::vector<std::vector<ir::AttrValue>> out;
+    std::vector<ir::AttrValue> t(domains.size());
+    std::function<void(size_t)> rec = [&](size_t i) {
+      if (i == domains.size()) return out.push_back(t);
+      for (const ir::AttrValue& v : domains[i]) {
+        t[i] = v;
+        rec(i + 1);
+      }
+    };
+    rec(0);
+    return out;
+  }
+
+  // ---- checking ----
+
+  RuleBinding build(const Point& p) const {
+    RuleBinding b;
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      for (const std::string& v : groups_[g]) {
+        auto d = facts_.dtype.find(v);
+        ir::DType dtype = d == facts_.dtype.end() ? ir::DType::f32 : d->second;
+        auto c = facts_.constant.find(v);
+        if (c == facts_.constant.end()) {
+          b.types[v] = {dtype, ir::Shape::from_dims(p.dims[g])};
+          continue;
+        }
+        ir::Tensor t(dtype, p.dims[g]);
+        static const double kValues[] = {1, 2, 3, -1, -2};
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          double x = c->second == "zero"    ? 0
+                     : c->second == "one"   ? 1
+                     : c->second == "value" ? facts_.value.at(v)
+                                            : kValues[i % 5];
+          t.set(i, x);
+        }
+        b.values[v] = std::move(t);
+      }
+    }
+    for (size_t i = 0; i < rule_.attr_vars.size(); ++i)
+      b.attrs[rule_.attr_vars[i].name] = p.attrs[i];
+    return b;
+  }
+
+  bool valid(const Point& p) {
+    if (checks_ >= choice_.max_tries) {
+      exhausted_ = true;
+      return false;
+    }
+    ++checks_;
+    RuleBinding b = build(p);
+    BindingView view(b);
+    for (const Sexpr& t : rule_.lhs)
+      if (!term_types(t, view)) return false;
+    return holds_all(rule_.conditions, view);
+  }
+
+  // ---- seeds and generalization ----
+
+  Point shaped(const std::vector<int64_t>& ranks, const std::vector<ir::AttrValue>& attrs,
+               const std::function<int64_t(size_t, size_t, size_t)>& size) const {
+    Point p;
+    p.attrs = attrs;
+    for (size_t g = 0; g < ranks.size(); ++g) {
+      auto r = static_cast<size_t>(ranks[g]);
+      std::vector<int64_t> d(r);
+      for (size_t i = 0; i < r; ++i) d[i] = size(g, i, r - 1 - i);
+      p.dims.push_back(d);
+    }
+    return p;
+  }
+
+  // Right-aligned distinct sizes (elementwise and broadcasting rules), then all dims equal (rules
+  // whose dims must match across positions: MatMul, Conv...).
+  std::optional<Point> structured_seed(const std::vector<int64_t>& ranks,
+                                       const std::vector<ir::AttrValue>& attrs) {
+    const std::vector<int64_t>& s = choice_.dims;
+    Point aligned = shaped(ranks, attrs, [&](size_t, size_t, size_t j) { return s[j % s.size()]; });
+    if (valid(aligned)) return aligned;
+    for (int64_t v : {s.front(), int64_t{1}, s[std::min<size_t>(1, s.size() - 1)]}) {
+      Point same = shaped(ranks, attrs, [&](size_t, size_t, size_t) { return v; });
+      if (valid(same)) return same;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Point> random_seed(const std::vector<int64_t>& ranks,
+                                   const std::vector<std::vector<ir::AttrValue>>& tuples,
+                                   size_t combo) {
+    std::mt19937_64 rng(choice_.seed ^ (std::hash<std::string>()(rule_.name) + combo * 7919));
+    std::vector<int64_t> palette = {1};
+    for (int64_t s : choice_.dims) palette.push_back(s);
+    auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
+    for (int attempt = 0; attempt < 256 && !exhausted_; ++attempt) {
+      const auto& attrs = tuples[pick(tuples.size())];
+      Point p = shaped(ranks, attrs,
+                       [&](size_t, size_t, size_t) { return palette[pick(palette.size())]; });
+      if (valid(p)) return p;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<Slot> slots(const Point& p) const {
+    std::vector<Slot> out;
+    for (size_t g = 0; g < p.dims.size(); ++g)
+      for (size_t i = 0; i < p.dims[g].size(); ++i) out.push_back({g, i});
+    return out;
+  }
+
+  // Gives dims that need not equal others (or 1) sizes of their own, so that a rule confusing
+  // two dims meets them at different sizes.
+  Point generalize(Point p) {
+    std::vector<Slot> all = slots(p);
+    auto at = [](Point& q, Slot s) -> int64_t& { return q.dims[s.group][s.index]; };
+    auto class_of = [&](Point& q, int64_t v) {
+      std::vector<Slot> c;
+      for (Slot s : all)
+        if (at(q, s) == v) c.push_back(s);
+      return c;
+    };
+    // Larger sizes only while every tensor stays small: proofs are per element, and kernels
+    // are probed per pair of input elements.
+    auto too_large = [&](const Point& q) {
+      for (const auto& d : q.dims)
+        if (ir::product(d) > static_cast<int64_t>(choice_.max_numel)) return true;
+      return false;
+    };
+    // Pairs of dims of equal size: a move must lower it (split a class, not merge two).
+    auto equal_pairs = [&](Point& q) {
+      size_t n = 0;
+      for (size_t i = 0; i < all.size(); ++i)
+        for (size_t j = i + 1; j < all.size(); ++j) n += at(q, all[i]) == at(q, all[j]);
+      return n;
+    };
+    // Moves `set` (a proper part of a class, or dims of size 1) to another size if still valid.
+    auto move = [&](const std::vector<Slot>& set) {
+      size_t before = equal_pairs(p);
+      int64_t current = at(p, set[0]);
+      std::set<int64_t> used;
+      for (Slot s : all) used.insert(at(p, s));
+      std::vector<int64_t> order;
+      for (int64_t v : choice_.dims)
+        if (!used.count(v)) order.push_back(v);
+      for (int64_t v : choice_.dims)
+        if (used.count(v) && v != current) order.push_back(v);
+      for (int64_t v : order) {
+        Point q = p;
+        for (Slot s : set) at(q, s) = v;
+        if (equal_pairs(q) >= before || too_large(q)) continue;
+        if (valid(q)) {
+          p = std::move(q);
+          return true;
+        }
+      }
+      return false;
+    };
+    // Twice: a pair split off may free a size a single dim can then take.
+    for (size_t round = 0; round < 6; ++round) {
+      size_t k = round % 3 + 1;
+      for (size_t a = 0; a < all.size(); ++a) {
+        int64_t v = at(p, all[a]);
+        std::vector<Slot> c = class_of(p, v);
+        if (c.size() <= k && v != 1) continue;  // nothing to split off
+        if (c.size() < k) continue;
+        // Subsets of size k of the class that contain slot a.
+        std::vector<Slot> others;
+        for (Slot s : c)
+          if (s.group != all[a].group || s.index != all[a].index) others.push_back(s);
+        if (k == 1) {
+          move({all[a]});
+          continue;
+        }
+        bool done = false;
+        for (size_t i = 0; i < others.size() && !done; ++i) {
+          if (k == 2) {
+            done = move({all[a], others[i]});
+            continue;
+          }
+          for (size_t j = i + 1; j < others.size() && !done; ++j)
+            done = move({all[a], others[i], others[j]});
+        }
+      }
+    }
+    return p;
+  }
+
+  // The general point first, then its size-1 variants.
+  std::vector<Point> variants(const Point& general) {
+    std::vector<Point> out = {general};
+    std::vector<Slot> all = slots(general);
+    for (Slot s : all) {
+      if (general.dims[s.group][s.index] == 1) continue;
+      Point q = general;
+      q.dims[s.group][s.index] = 1;
+      if (valid(q)) out.push_back(std::move(q));
+    }
+    std::set<int64_t> sizes;
+    for (Slot s : all) sizes.insert(general.dims[s.group][s.index]);
+    for (int64_t v : sizes) {
+      if (v == 1) continue;
+      Point q = general;
+      size_t n = 0;
+      for (Slot s : all)
+        if (q.dims[s.group][s.index] == v) q.dims[s.group][s.index] = 1, ++n;
+      if (n > 1 && valid(q)) out.push_back(std::move(q));
+    }
+    for (size_t g = 0; g < general.dims.size(); ++g) {
+      Point q = general;
+      bool changed = false;
+      for (int64_t& d : q.dims[g]) changed = changed || d != 1, d = 1;
+      if (changed && valid(q)) out.push_back(std::move(q));
+    }
+    return out;
+  }
+
+  // ---- candidates and their selection ----
+
+  void add(std::vector<Candidate>& candidates, std::set<std::string>& seen, const Point& p,
+           const std::vector<int64_t>& ranks, bool general) {
+    Candidate c;
+    c.binding = build(p);
+    if (!seen.insert(binding_key(c.binding)).second) return;
+    std::string combo = ranks_key(ranks);
+    c.features.insert("combo " + combo);
+    if (general) c.features.insert("general " + combo);
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      const std::vector<int64_t>& d = p.dims[g];
+      size_t r = d.size();
+      for (const std::string& v : groups_[g]) c.features.insert(fmt::format("rank ?{} {}", v, r));
+      const std::string& v = groups_[g][0];
+      bool all_one = r > 0;
+      for (size_t i = 0; i < r; ++i) {
+        if (d[i] != 1) {
+          all_one = false;
+          continue;
+        }
+        size_t j = r - 1 - i;  // position from the right, where broadcasting aligns
+        c.features.insert(fmt::format("one ?{} {}", v, j));
+        for (size_t h = 0; h < groups_.size(); ++h) {
+          const std::vector<int64_t>& e = p.dims[h];
+          if (h != g && e.size() > j && e[e.size() - 1 - j] > 1)
+            c.features.insert(fmt::format("broadcast ?{} {}", v, j));
+        }
+      }
+      if (all_one) c.features.insert("all-ones ?" + v);
+    }
+    for (size_t i = 0; i < rule_.attr_vars.size(); ++i)
+      c.features.insert(
+          fmt::format("attr ?{} {} {}", rule_.attr_vars[i].name, encode_attr(p.attrs[i]), combo));
+    candidates.push_back(std::move(c));
+  }
+
+  void select(const std::vector<Candidate>& candidates, Enumeration& out) {
+    std::set<std::string> wanted;
+    for (const Candidate& c : candidates) wanted.insert(c.features.begin(), c.features.end());
+    std::set<std::string> covered;
+    std::vector<bool> taken(candidates.size(), false);
+    BindingCoverage& cov = out.coverage;
+    while (out.bindings.size() < choice_.wanted && covered.size() < wanted.size()) {
+      size_t best = candidates.size(), best_gain = 0;
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        if (taken[i]) continue;
+        size_t gain = 0;
+        for (const std::string& f : candidates[i].features) gain += !covered.count(f);
+        if (gain > best_gain) best = i, best_gain = gain;
+      }
+      if (best == candidates.size()) break;
+      taken[best] = true;
+      covered.insert(candidates[best].features.begin(), candidates[best].features.end());
+      out.bindings.push_back(candidates[best].binding);
+    }
+    cov.candidates = candidates.size();
+    cov.features = wanted.size();
+    cov.uncovered = wanted.size() - covered.size();
+    cov.bindings = out.bindings.size();
+    cov.cap = choice_.wanted;
+    cov.checks = checks_;
+    cov.exhausted = exhausted_;
+    for (const RuleBinding& b : out.bindings) {
+      for (const auto& [name, t] : b.types) {
+        cov.ranks[name].insert(static_cast<int64_t>(t.shape.rank()));
+        for (int64_t d : t.shape.static_dims()) cov.dim_sizes.insert(d);
+      }
+      for (const auto& [name, t] : b.values) {
+        cov.ranks[name].insert(static_cast<int64_t>(t.dims().size()));
+        for (int64_t d : t.dims()) cov.dim_sizes.insert(d);
+      }
+      for (const auto& [name, a] : b.attrs) cov.attrs[name].insert(encode_attr(a));
+    }
+  }
+
+  const Rule& rule_;
+  const ShapeChoice& choice_;
+  Facts facts_;
+  std::vector<std::vector<std::string>> groups_;  // same-shape groups of class variables
+  std::vector<std::vector<int64_t>> rank_options_;
+  size_t checks_ = 0;
+  bool exhausted_ = false;
+};
+
+std::string set_str(const std::set<int64_t>& s) {
+  std::string out = "{";
+  for (int64_t x : s) out += (out.size() > 1 ? "," : "") + std::to_string(x);
+  return out + "}";
+}
+
+}  // namespace
+
+std::string BindingCoverage::str() const {
+  std::string out = "ranks";
+  bool first = true;
+  for (const auto& [name, r] : ranks) {
+    out += fmt::format("{} ?{} {}", first ? "" : ",", name, set_str(r));
+    first = false;
+  }
+  out += "; dim sizes " + set_str(dim_sizes);
+  for (const auto& [name, values] : attrs) {
+    out += fmt::format("; ?{} ", name);
+    size_t i = 0;
+    for (const std::string& v : values) {
+      if (i == 12) {
+        out += fmt::format(" ... ({} values)", values.size());
+        break;
+      }
+      out += (i++ ? " " : "") + v;
+    }
+  }
+  out += fmt::format("; {} bindings of {} candidates", bindings, candidates);
+  if (uncovered)
+    out += fmt::format(" (cap {}: {} of {} features uncovered)", cap, uncovered, features);
+  if (exhausted) out += fmt::format(" (check budget of {} spent)", checks);
+  return out;
+}
+
+Enumeration enumerate_bindings(const Rule& rule, const ShapeChoice& choice) {
+  return Enumerator(rule, choice).run();
+}
+
+std::vector<RuleBinding> representative_bindings(const Rule& rule, const ShapeChoice& choice) {
+  return enumerate_bindings(rule, choice).bindings;
+}
+
+namespace {
+
+// A random binding generator within the facts of the conditions.
 class Sampler {
  public:
   Sampler(const Rule& rule, const ShapeChoice& choice)
@@ -54,46 +592,47 @@ class Sampler {
   }
   bool coin(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
 
-  RuleBinding candidate(size_t attempt) {
+  RuleBinding candidate() {
     RuleBinding b;
     std::vector<int64_t> base(static_cast<size_t>(choice_.max_rank));
     for (int64_t& d : base) d = pick(choice_.dims);
-    std::vector<int64_t> ranks;
-    for (int r = 0; r <= choice_.max_rank; ++r) ranks.push_back(r);
-    int64_t shared_rank = attempt < 8 ? static_cast<int64_t>(attempt % 4) + 1 : pick(ranks);
-    int mode = static_cast<int>(attempt % 3);
+    std::map<std::string, std::vector<int64_t>> dims_of;
+    int64_t shared_rank = pick({1, 2, 3, 4});
     for (const std::string& v : rule_.class_vars) {
-      VarFacts& facts = facts_[v];
-      int64_t rank = mode == 0 ? shared_rank : pick(ranks);
-      if (facts.constant == "scalar") rank = coin(0.5) ? 0 : 1;
-      std::vector<int64_t> dims;
-      for (int64_t i = 0; i < rank; ++i) {
-        int64_t d = base[static_cast<size_t>(choice_.max_rank - rank + i)];
-        if (mode == 1 && coin(0.2)) d = 1;
-        if (mode == 2 && coin(0.5)) d = pick(choice_.dims);
-        if (facts.constant == "scalar") d = 1;
-        dims.push_back(d);
-      }
-      ir::DType dtype = facts.dtype.value_or(ir::DType::f32);
-      if (!facts.constant.empty()) {
-        ir::Tensor t(dtype, dims);
-        for (int64_t i = 0; i < t.numel(); ++i) {
-          double x = facts.constant == "zero"    ? 0
-                     : facts.constant == "one"   ? 1
-                     : facts.constant == "value" ? facts.value
-                                                 : static_cast<double>(pick({1, 2, 3, -1, -2}));
-          t.set(i, x);
+      std::string r = root(facts_, v);
+      if (r != v && dims_of.count(r)) {
+        dims_of[v] = dims_of[r];
+      } else {
+        int64_t rank = facts_.rank.count(v)   ? facts_.rank[v]
+                       : facts_.rank.count(r) ? facts_.rank[r]
+                       : coin(0.5)            ? shared_rank
+                                              : pick({0, 1, 2, 3, 4});
+        rank = std::min<int64_t>(rank, choice_.max_rank);
+        if (facts_.constant[v] == "scalar") rank = 0;
+        std::vector<int64_t> dims;
+        for (int64_t i = 0; i < rank; ++i) {
+          int64_t d = base[static_cast<size_t>(choice_.max_rank - rank + i)];
+          if (coin(0.25)) d = pick(choice_.dims);
+          dims.push_back(d);
         }
+        dims_of[v] = dims;
+        dims_of[r] = dims;
+      }
+      ir::DType dtype = facts_.dtype.count(v) ? facts_.dtype[v] : ir::DType::f32;
+      const std::string& c = facts_.constant[v];
+      if (!c.empty()) {
+        ir::Tensor t(dtype, dims_of[v]);
+        for (int64_t i = 0; i < t.numel(); ++i)
+          t.set(i, c == "zero"    ? 0
+                   : c == "one"   ? 1
+                   : c == "value" ? facts_.value[v]
+                                  : static_cast<double>(pick({1, 2, 3, -1, -2})));
         b.values[v] = std::move(t);
       } else {
-        b.types[v] = {dtype, ir::Shape::from_dims(dims)};
+        b.types[v] = {dtype, ir::Shape::from_dims(dims_of[v])};
       }
     }
-    size_t first_rank = 2;
-    if (!rule_.class_vars.empty()) {
-      const std::string& v0 = rule_.class_vars[0];
-      if (b.types.count(v0)) first_rank = b.types[v0].shape.rank();
-    }
+    size_t first_rank = rule_.class_vars.empty() ? 2 : dims_of[rule_.class_vars[0]].size();
     for (const AttrVar& a : rule_.attr_vars) {
       switch (a.kind) {
         case ir::AttrKind::Int:
@@ -103,23 +642,16 @@ class Sampler {
           b.attrs[a.name] = ir::AttrValue(static_cast<double>(pick({1, 2, 3})) / 2);
           break;
         case ir::AttrKind::Ints: {
-          size_t len = coin(0.7) ? first_rank : static_cast<size_t>(pick({0, 1, 2, 3}));
-          std::vector<int64_t> list(len);
-          if (coin(0.6)) {
-            std::iota(list.begin(), list.end(), 0);
-            std::shuffle(list.begin(), list.end(), rng_);
-          } else {
-            for (int64_t& x : list) x = pick({-1, 0, 1, 2});
-          }
+          std::vector<int64_t> list(first_rank);
+          std::iota(list.begin(), list.end(), 0);
+          std::shuffle(list.begin(), list.end(), rng_);
+          if (coin(0.3)) list = {pick({-1, 0, 1})};
           b.attrs[a.name] = ir::AttrValue(std::move(list));
           break;
         }
-        case ir::AttrKind::Floats: {
-          std::vector<double> list(first_rank);
-          for (double& x : list) x = static_cast<double>(pick({1, 2, 3}));
-          b.attrs[a.name] = ir::AttrValue(std::move(list));
+        case ir::AttrKind::Floats:
+          b.attrs[a.name] = ir::AttrValue(std::vector<double>(first_rank, 1.0));
           break;
-        }
         default:
           b.attrs[a.name] = ir::AttrValue(std::string());
       }
@@ -138,27 +670,19 @@ class Sampler {
   const Rule& rule_;
   const ShapeChoice& choice_;
   std::mt19937_64 rng_;
-  std::map<std::string, VarFacts> facts_;
+  Facts facts_;
 };
-
-std::string key(const RuleBinding& b) {
-  std::string k;
-  for (const auto& [name, t] : b.types) k += name + ":" + t.str() + ";";
-  for (const auto& [name, t] : b.values) k += name + "=" + t.str(64) + ";";
-  for (const auto& [name, a] : b.attrs) k += name + "=" + encode_attr(a) + ";";
-  return k;
-}
 
 }  // namespace
 
-std::vector<RuleBinding> representative_bindings(const Rule& rule, const ShapeChoice& choice) {
+std::vector<RuleBinding> sampled_bindings(const Rule& rule, const ShapeChoice& choice) {
   Sampler sampler(rule, choice);
   std::vector<RuleBinding> out;
   std::set<std::string> seen;
   for (size_t attempt = 0; attempt < choice.max_tries && out.size() < choice.wanted; ++attempt) {
-    RuleBinding b = sampler.candidate(attempt);
+    RuleBinding b = sampler.candidate();
     if (!sampler.acceptable(b)) continue;
-    if (!seen.insert(key(b)).second) continue;
+    if (!seen.insert(binding_key(b)).second) continue;
     out.push_back(std::move(b));
   }
   return out;

@@ -1,5 +1,6 @@
 // `eqfuse rules check FILE... [--json] [--jobs N] [--no-cache]`: proves every rule of the files
-// (rules/prove/) and prints verdict, time and shapes per rule. Exit 0 when every rule is proved,
+// (rules/prove/) and prints verdict, time and bounds (ranks, dim sizes, attribute values tried)
+// per rule. Exit 0 when every rule is proved,
 // 1 when one is refuted, unknown or invalid, 2 when a file cannot be read or parsed (with --json,
 // stdout then holds {"error": ...}).
 // `eqfuse rules show NAME [--rules FILE...]`: the rule, the shapes it is proved at and its
@@ -71,7 +72,9 @@ nlohmann::json proof_json(const RuleProof& p) {
                       {"verdict", verdict_name(p.verdict)},
                       {"seconds", p.seconds},
                       {"cached", p.from_cache},
-                      {"bounds", p.bounds}};
+                      {"bounds", p.bounds},
+                      {"coverage", p.coverage},
+                      {"coverage_text", p.coverage_text}};
   if (!p.reason.empty()) j["reason"] = p.reason;
   if (p.counterexample) {
     j["counterexample"] = p.counterexample->json;
@@ -115,7 +118,7 @@ int run_check(const RulesArgs& args) {
     }
     std::cout << fmt::format("{:<8} {:7.3f}s  {}{}  ({} shapes{})\n", verdict_name(p.verdict),
                              p.seconds, p.name, p.from_cache ? " [cached]" : "", p.bounds.size(),
-                             p.bounds.empty() ? "" : ": " + p.bounds.front() + " ...");
+                             p.coverage_text.empty() ? "" : ": " + p.coverage_text);
     if (!p.reason.empty()) std::cout << "         " << p.reason << "\n";
     if (p.counterexample) std::cout << "         counterexample " << p.counterexample->text << "\n";
   }
@@ -147,6 +150,7 @@ int run_show(const RulesArgs& args) {
     std::cout << fmt::format("  group {}, {}\n", rule->group, rule->where.str());
     std::cout << fmt::format("  {} in {:.3f}s{}\n", verdict_name(p.verdict), p.seconds,
                              p.from_cache ? " (cached)" : "");
+    if (!p.coverage_text.empty()) std::cout << "  bounds: " << p.coverage_text << "\n";
     std::cout << "  shapes (over the reals at these bindings only):\n";
     for (const std::string& b : p.bounds) std::cout << "    " << b << "\n";
     if (!p.reason.empty()) std::cout << "  " << p.reason << "\n";

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "rules/prove/encode.h"
+#include "rules/shapes.h"
 
 namespace eqfuse::rules::prove {
 
@@ -43,8 +44,9 @@ std::string ProofCache::key(const Rule& rule, const ProveOptions& o) {
   std::string text =
       fmt::format("v{}|{}|{}|{}|", kEncodingVersion, rule.text, o.rlimit, o.shapes.max_rank);
   for (int64_t d : o.shapes.dims) text += fmt::format("{},", d);
-  text += fmt::format("|{}|{}|{}|{}|{}", o.shapes.wanted, o.shapes.max_tries, o.shapes.seed,
-                      o.witness_bindings, o.witness_trials);
+  text += fmt::format("|{}|{}|{}|{}|{}|{}|e{}", o.shapes.wanted, o.shapes.max_tries,
+                      o.shapes.max_rank_combos * 1000 + o.shapes.max_numel, o.shapes.seed,
+                      o.witness_bindings, o.witness_trials, kEnumerationVersion);
   return fmt::format("{:016x}{:016x}", fnv1a(text, 14695981039346656037ULL),
                      fnv1a(text, 0x84222325cbf29ce4ULL));
 }
@@ -62,6 +64,8 @@ std::optional<RuleProof> ProofCache::load(const Rule& rule, const ProveOptions& 
     p.seconds = j.at("seconds").get<double>();
     p.reason = j.value("reason", "");
     p.bounds = j.at("bounds").get<std::vector<std::string>>();
+    p.coverage = j.value("coverage", nlohmann::json());
+    p.coverage_text = j.value("coverage_text", "");
     if (j.contains("counterexample"))
       p.counterexample = Counterexample{j["counterexample"].at("text").get<std::string>(),
                                         j["counterexample"].at("json")};
@@ -81,6 +85,8 @@ void ProofCache::store(const Rule& rule, const ProveOptions& options,
   j["seconds"] = proof.seconds;
   j["reason"] = proof.reason;
   j["bounds"] = proof.bounds;
+  j["coverage"] = proof.coverage;
+  j["coverage_text"] = proof.coverage_text;
   if (proof.counterexample)
     j["counterexample"] = {{"text", proof.counterexample->text},
                            {"json", proof.counterexample->json}};

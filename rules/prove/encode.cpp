@@ -32,6 +32,60 @@ z3::expr truth(z3::context& c, const z3::expr& cond) {
   return z3::ite(cond, c.real_val(1), c.real_val(0));
 }
 
+z3::expr to_int(const z3::expr& x) {
+  return z3::expr(x.ctx(), Z3_mk_real2int(x.ctx(), x));
+}
+
+// Round half to even (std::nearbyint in the default rounding mode, ONNX Round): floor(x + 1/2),
+// one less when x + 1/2 is a whole odd number (x was a tie and rounding up made it odd).
+z3::expr round_half_even(const z3::expr& x) {
+  z3::context& c = x.ctx();
+  z3::expr shifted = x + c.real_val(1, 2);
+  z3::expr f = to_int(shifted);
+  z3::expr tie = z3::to_real(f) == shifted;
+  z3::expr odd = z3::mod(f, c.int_val(2)) == c.int_val(1);
+  return z3::to_real(z3::ite(tie && odd, f - c.int_val(1), f));
+}
+
+// Integer division and remainders as the interpreter computes them (ir/scalar_expr.cpp): div
+// truncates toward zero, fmod takes the sign of the dividend, mod that of the divisor, and all
+// three give 0 for a zero divisor. Z3's div/mod are Euclidean (0 <= mod < |b|), so the results
+// are adjusted from there. Both operands are whole numbers read as reals.
+enum class IntDivision { Div, Mod, FMod };
+z3::expr integer_division(IntDivision kind, const z3::expr& ra, const z3::expr& rb) {
+  z3::context& c = ra.ctx();
+  z3::expr a = to_int(ra), b = to_int(rb);
+  z3::expr zero = c.int_val(0), one = c.int_val(1);
+  z3::expr q = a / b;                         // Euclidean quotient (b != 0 where it is used)
+  z3::expr r = z3::mod(a, b);                 // 0 <= r < |b|
+  z3::expr round_up = a < zero && r != zero;  // truncation differs from the Euclidean result
+  z3::expr result(c);
+  switch (kind) {
+    case IntDivision::Div:
+      result = z3::ite(round_up, q + z3::ite(b > zero, one, -one), q);
+      break;
+    case IntDivision::FMod:
+      result = z3::ite(round_up, r - z3::ite(b > zero, b, -b), r);
+      break;
+    case IntDivision::Mod:
+      result = z3::ite(b < zero && r != zero, r + b, r);
+      break;
+  }
+  return z3::to_real(z3::ite(b == zero, zero, result));
+}
+
+// Floating fmod and mod (x - y * trunc(x / y), with the divisor's sign for mod) over the reals,
+// x / y being x * recip(y) as everywhere else (the interpreter gives NaN for y = 0).
+z3::expr real_fmod(Primitives& prims, const z3::expr& x, const z3::expr& y, bool divisor_sign) {
+  z3::context& c = x.ctx();
+  z3::expr zero = c.real_val(0);
+  z3::expr q = x * prims.recip(y);
+  z3::expr trunc = z3::ite(q >= zero, z3::to_real(to_int(q)), -z3::to_real(to_int(-q)));
+  z3::expr r = x - y * trunc;
+  if (!divisor_sign) return r;
+  return z3::ite(r != zero && ((r < zero) != (y < zero)), r + y, r);
+}
+
 }  // namespace
 
 // Encodes the nodes of one graph, in order.
@@ -46,8 +100,13 @@ class NodeEncoder {
       const ir::Value& v = graph_.value(id);
       Terms t;
       int64_t n = ir::product(static_dims(v));
-      for (int64_t i = 0; i < n; ++i)
-        t.push_back(c_.real_const(fmt::format("{}[{}]", v.name, i).c_str()));
+      // Integer inputs range over the integers (the reals they are read as are whole numbers).
+      bool integral = ir::is_integral(v.type.dtype);
+      for (int64_t i = 0; i < n; ++i) {
+        std::string name = fmt::format("{}[{}]", v.name, i);
+        t.push_back(integral ? z3::to_real(c_.int_const(name.c_str()))
+                             : c_.real_const(name.c_str()));
+      }
       values_.emplace(id, t);
       out.inputs.push_back(std::move(t));
     }
@@ -131,6 +190,7 @@ class NodeEncoder {
       case ScalarOp::Mul:
         return arg(0) * arg(1);
       case ScalarOp::Div:
+        if (integral_) return integer_division(IntDivision::Div, arg(0), arg(1));
         return arg(0) * prims_.recip(arg(1));
       case ScalarOp::Pow:
         return prims_.apply("pow", {arg(0), arg(1)});
@@ -163,9 +223,13 @@ class NodeEncoder {
       case ScalarOp::Select:
         return z3::ite(arg(0) != zero, arg(1), arg(2));
       case ScalarOp::Round:
+        return round_half_even(arg(0));
       case ScalarOp::Mod:
+        if (integral_) return integer_division(IntDivision::Mod, arg(0), arg(1));
+        return real_fmod(prims_, arg(0), arg(1), true);
       case ScalarOp::FMod:
-        fail(fmt::format("the prover has no encoding for '{}'", ir::scalar_op_name(e.op)));
+        if (integral_) return integer_division(IntDivision::FMod, arg(0), arg(1));
+        return real_fmod(prims_, arg(0), arg(1), false);
       default:
         // exp, log, sqrt, tanh, erf, trigonometric and hyperbolic functions.
         return prims_.apply(ir::scalar_op_name(e.op), {arg(0)});
@@ -174,11 +238,9 @@ class NodeEncoder {
 
   void elementwise(const ir::Node& node, const ir::ScalarExpr& e) {
     const ir::Value& out = graph_.value(node.outputs[0]);
-    if (ir::is_integral(out.type.dtype)) {
-      std::string text = ir::to_string(e);
-      if (text.find("div") != std::string::npos || text.find("mod") != std::string::npos)
-        unsupported(node, "integer division");
-    }
+    // Integer ops divide as integers (the interpreter computes them in int64; Z3 over the
+    // unbounded integers, so wrap-around on overflow is outside what a proof covers).
+    integral_ = ir::is_integral(out.type.dtype);
     std::vector<int64_t> dims = static_dims(out);
     ir::IndexIterator it(dims);
     std::vector<const Terms*> ins;
@@ -400,6 +462,7 @@ class NodeEncoder {
   z3::context& c_;
   const ir::Graph& graph_;
   std::map<ir::ValueId, Terms> values_;
+  bool integral_ = false;  // the elementwise op being encoded computes over integers
 };
 
 Encoding Encoder::encode(const ir::Graph& graph) {

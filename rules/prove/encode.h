@@ -12,8 +12,13 @@
 //    MaxPool...): the coefficients or windows read off the reference kernel (rules/prove/probe.h);
 //  - Softmax, LogSoftmax, LayerNormalization and BatchNormalization (inference): written here
 //    from the primitives (exp, sum, recip, sqrt), as ONNX defines them;
-//  - anything else (Resize, LSTM, integer division...): Error of kind Unsupported, which the
-//    prover reports as an unknown verdict.
+//  - integer Div and Mod (truncating division; ONNX Mod's fmod attribute picks the sign of the
+//    remainder) through Z3's integer div/mod, adjusted from its Euclidean convention, with 0 for
+//    a zero divisor as the interpreter gives; floating Mod as x - y*trunc(x/y); Round (half to
+//    even) through to_int. Integer inputs are Z3 integers; integer arithmetic is unbounded, so
+//    int64 wrap-around is not covered;
+//  - anything else (Resize, LSTM...): Error of kind Unsupported, which the prover reports as an
+//    unknown verdict.
 // Graph inputs are symbolic (element i of input "x" is the real constant "x[i]"); weights are
 // numerals (integer weights such as Reshape's shape are read as they are).
 #include <z3++.h>
@@ -36,7 +41,7 @@ struct Encoding {
 };
 
 // Bump when an encoding changes meaning: proofs cached under another version are not reused.
-inline constexpr int kEncodingVersion = 1;
+inline constexpr int kEncodingVersion = 2;
 
 class Encoder {
  public:

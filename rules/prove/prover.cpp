@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 #include "rules/checker.h"
 #include "rules/prove/bindings.h"
@@ -90,10 +91,80 @@ RuleBinding symbolic_binding(const Rule& rule, const RuleBinding& b,
   return out;
 }
 
+// A key for a query's structure up to renaming of the input constants: the output elements of
+// a binding (every position of a convolution, every element of an elementwise rule) and the
+// bindings of one rule mostly ask the same question about different inputs, and Z3's answer
+// cannot depend on the names. Two independent 64-bit hashes over the term DAG, with each input
+// constant replaced by the order of its first appearance (and whether it is assumed nonzero).
+std::string structure_key(const z3::expr& root, const std::set<unsigned>& nonzero) {
+  struct Hash {
+    uint64_t a, b;
+  };
+  auto mix = [](Hash h, uint64_t x) {
+    h.a = (h.a ^ x) * 1099511628211ULL;
+    h.b = (h.b + x + 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+    h.b ^= h.b >> 31;
+    return h;
+  };
+  auto mix_text = [&](Hash h, const std::string& t) {
+    for (unsigned char c : t) h = mix(h, c);
+    return mix(h, 0xff);
+  };
+  std::map<unsigned, Hash> memo;
+  uint64_t next_input = 0;
+  std::vector<std::pair<z3::expr, bool>> stack = {{root, false}};
+  while (!stack.empty()) {
+    auto [e, expanded] = stack.back();
+    stack.pop_back();
+    unsigned id = e.id();
+    if (memo.count(id)) continue;
+    if (!e.is_app()) {
+      memo[id] = mix_text({1, 2}, e.to_string());  // quantifiers and variables: as written
+      continue;
+    }
+    unsigned n = e.num_args();
+    if (!expanded && n > 0) {
+      stack.push_back({e, true});
+      for (unsigned i = n; i-- > 0;) stack.push_back({e.arg(i), false});
+      continue;
+    }
+    z3::func_decl d = e.decl();
+    Hash h = mix({3, 4}, static_cast<uint64_t>(d.decl_kind()));
+    h = mix(h, static_cast<uint64_t>(e.get_sort().sort_kind()));
+    if (e.is_numeral()) {
+      h = mix_text(h, e.get_decimal_string(40));
+    } else if (d.decl_kind() == Z3_OP_UNINTERPRETED && n == 0) {
+      h = mix(h, next_input++);
+      h = mix(h, nonzero.count(id) ? 1 : 0);
+    } else {
+      if (d.decl_kind() == Z3_OP_UNINTERPRETED) h = mix_text(h, d.name().str());
+      for (unsigned i = 0; i < n; ++i) {
+        const Hash& c = memo.at(e.arg(i).id());
+        h = mix(mix(h, c.a), c.b);
+      }
+    }
+    memo[id] = h;
+  }
+  const Hash& h = memo.at(root.id());
+  return fmt::format("{:016x}{:016x}", h.a, h.b);
+}
+
 }  // namespace
 
+nlohmann::json coverage_json(const BindingCoverage& c) {
+  nlohmann::json j = {{"ranks", nlohmann::json::object()}, {"dim_sizes", c.dim_sizes},
+                      {"attrs", nlohmann::json::object()}, {"bindings", c.bindings},
+                      {"candidates", c.candidates},        {"features", c.features},
+                      {"uncovered", c.uncovered},          {"cap", c.cap},
+                      {"exhausted", c.exhausted}};
+  for (const auto& [name, r] : c.ranks) j["ranks"][name] = r;
+  for (const auto& [name, v] : c.attrs) j["attrs"][name] = v;
+  return j;
+}
+
 GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
-                       const ProveOptions& options, const std::vector<std::string>& nonzero) {
+                       const ProveOptions& options, const std::vector<std::string>& nonzero,
+                       std::set<std::string>* proved) {
   GraphProof proof;
   Primitives prims(ctx);
   Encoder encoder(prims);
@@ -108,11 +179,17 @@ GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
   z3::solver solver(ctx);
   z3::params params(ctx);
   params.set("rlimit", options.rlimit);
+  // A backstop: some nonlinear queries overrun the resource limit in Z3 4.8.12.
+  params.set("timeout", options.timeout_ms);
   solver.set(params);
+  std::set<unsigned> nonzero_ids;
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     const std::string& name = graph.value(graph.inputs()[i]).name;
     if (std::find(nonzero.begin(), nonzero.end(), name) == nonzero.end()) continue;
-    for (const z3::expr& x : enc.inputs[i]) solver.add(x != ctx.real_val(0));
+    for (const z3::expr& x : enc.inputs[i]) {
+      solver.add(x != ctx.real_val(0));
+      nonzero_ids.insert(x.id());
+    }
   }
   z3::params som(ctx);
   som.set("som", true);
@@ -130,6 +207,13 @@ GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
       z3::expr diff = (lhs[e] - rhs[e]).simplify(som);
       int64_t v = 1;
       if (diff.is_numeral() && diff.is_numeral_i64(v) && v == 0) continue;
+      std::string key;
+      if (proved) {
+        // Over both sides, not the simplified difference: the axioms come from both, and a
+        // renamed copy of a proved equation is proved.
+        key = structure_key(lhs[e] - rhs[e], nonzero_ids);
+        if (proved->count(key)) continue;
+      }
       ++proof.queries;
       solver.push();
       for (const z3::expr& axiom : prims.ground_axioms({lhs[e], rhs[e], diff})) solver.add(axiom);
@@ -137,6 +221,7 @@ GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
       z3::check_result result = solver.check();
       if (result == z3::unsat) {
         solver.pop();
+        if (proved) proved->insert(key);
         continue;
       }
       if (result == z3::unknown) {
@@ -192,7 +277,10 @@ RuleProof prove_rule(const Rule& rule, const ProveOptions& options) {
   std::vector<RuleBinding> bindings;
   try {
     check_rule(rule);
-    bindings = proof_bindings(rule, options.shapes);
+    Enumeration en = enumerate_bindings(rule, options.shapes);
+    bindings = std::move(en.bindings);
+    r.coverage = coverage_json(en.coverage);
+    r.coverage_text = en.coverage.str();
   } catch (const Error& e) {
     r.verdict = Verdict::Invalid;
     r.reason = e.what();
@@ -204,6 +292,8 @@ RuleProof prove_rule(const Rule& rule, const ProveOptions& options) {
     return finish();
   }
   z3::context ctx;
+  std::set<std::string> proved;  // structures of element queries already proved (one context)
+  int unknowns = 0;
   r.verdict = Verdict::Proved;
   size_t num_lhs = rule.lhs.size();
   for (const RuleBinding& b : bindings) {
@@ -212,7 +302,7 @@ RuleProof prove_rule(const Rule& rule, const ProveOptions& options) {
     GraphProof gp;
     try {
       ir::Graph g = instantiate_rule(rule, symbolic_binding(rule, b, nonzero));
-      gp = prove_graph(g, num_lhs, ctx, options, nonzero);
+      gp = prove_graph(g, num_lhs, ctx, options, nonzero, &proved);
     } catch (const z3::exception& e) {
       gp.verdict = Verdict::Unknown;
       gp.reason = std::string("Z3: ") + e.msg();
@@ -236,14 +326,17 @@ RuleProof prove_rule(const Rule& rule, const ProveOptions& options) {
       r.verdict = Verdict::Unknown;
       r.reason = where + ": " + gp.reason;
     }
+    // Later bindings may still refute the rule, but each unknown may have cost a timeout.
+    if (++unknowns == 3) break;
   }
   // The numeric witness, at the proof's bindings and a few larger random ones.
   ShapeChoice wider = options.shapes;
   wider.dims = {1, 2, 3, 4};
   wider.wanted = static_cast<size_t>(options.witness_bindings);
+  wider.max_tries = 3000;
   wider.seed = options.shapes.seed + 7919;
   std::vector<RuleBinding> witness = bindings;
-  for (RuleBinding& b : proof_bindings(rule, wider)) witness.push_back(std::move(b));
+  for (RuleBinding& b : sampled_bindings(rule, wider)) witness.push_back(std::move(b));
   uint64_t seed = 1;
   size_t index = 0;
   for (const RuleBinding& b : witness) {

@@ -4,9 +4,10 @@
 //
 // What a proof covers, stated plainly: the rule's sides are equal as functions over the REAL
 // numbers, for every input value, at each binding tried (the shapes, ranks, size-1 dims and
-// attribute values listed in `RuleProof::bounds`, chosen by rules/shapes.h to satisfy the
-// conditions, broadcasting cases included). It does not cover shapes outside those bounds
-// (the bindings are a bounded sample, not an induction over all sizes), floating-point effects
+// attribute values listed in `RuleProof::bounds` and summed up in `RuleProof::coverage`,
+// enumerated systematically by rules/shapes.h within the conditions: every allowed rank up to
+// 4, every attribute value, size-1 and broadcast dims). It does not cover shapes outside those
+// bounds (the bindings are bounded, not an induction over all sizes), floating-point effects
 // (reassociating a sum or a product, as most rules do, changes float results slightly: tests
 // check those numerically), or division by zero: x/y is x * recip(y) with recip(0) an arbitrary
 // real, so a rule that needs y != 0 (x*y/y -> x) is refuted at y = 0 unless a condition
@@ -24,6 +25,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,10 +44,11 @@ struct Counterexample {
 };
 
 struct ProveOptions {
-  unsigned rlimit = 4000000;  // Z3 resource limit per element query
-  ShapeChoice shapes = {.max_rank = 4, .dims = {1, 2, 3}, .wanted = 6, .max_tries = 3000};
-  int witness_bindings = 3;  // extra random bindings for the numeric check (dims up to 4)
-  int witness_trials = 3;    // random inputs per binding
+  unsigned rlimit = 4000000;   // Z3 resource limit per element query
+  unsigned timeout_ms = 5000;  // and a wall-clock backstop (the resource limit can overrun)
+  ShapeChoice shapes = {};     // the systematic enumeration's bounds (rules/shapes.h)
+  int witness_bindings = 3;    // extra random bindings for the numeric check (dims 1-4)
+  int witness_trials = 2;      // random inputs per binding
 };
 
 struct GraphProof {
@@ -58,9 +61,12 @@ struct GraphProof {
 // Proves that output k equals output k + num_lhs of `graph`, element by element, for all
 // values of the graph's inputs (weights are fixed numbers). Inputs named in `nonzero` are
 // assumed nonzero element-wise.
+// `proved`, when given, holds the structures (up to renaming of inputs) of element queries
+// already proved in `ctx`: they are skipped, and the ones proved here are added.
 GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
                        const ProveOptions& options = {},
-                       const std::vector<std::string>& nonzero = {});
+                       const std::vector<std::string>& nonzero = {},
+                       std::set<std::string>* proved = nullptr);
 
 struct RuleProof {
   std::string name;
@@ -68,11 +74,19 @@ struct RuleProof {
   double seconds = 0;
   std::string reason;
   std::vector<std::string> bounds;  // the bindings proved at (binding_string)
+  // What those bindings cover (BindingCoverage of rules/shapes.h): {ranks: {var: [r...]},
+  // dim_sizes: [...], attrs: {var: [value...]}, bindings, candidates, features, uncovered, cap,
+  // exhausted}; and the same in one line of text.
+  nlohmann::json coverage;
+  std::string coverage_text;
   std::optional<Counterexample> counterexample;
   bool from_cache = false;
 };
 
-// Proves one rule at the bindings of rules/shapes.h (extended by `options.shapes`).
+// Proves one rule at the bindings of rules/shapes.h, enumerated within `options.shapes`.
 RuleProof prove_rule(const Rule& rule, const ProveOptions& options = {});
+
+// The coverage of an enumeration as RuleProof::coverage holds it.
+nlohmann::json coverage_json(const BindingCoverage& coverage);
 
 }  // namespace eqfuse::rules::prove

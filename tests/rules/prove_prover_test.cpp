@@ -115,3 +115,70 @@ TEST_CASE("Conv is multi-affine: scaling its input scales its output", "[rules][
   INFO(conv.reason);
   CHECK(conv.verdict == Verdict::Proved);
 }
+
+TEST_CASE("Round is half to even: its laws are proved, rounding half up refuted",
+          "[rules][prove][fast]") {
+  RuleProof twice = prove_text("(rewrite round-round (Round (Round ?x)) (Round ?x))");
+  INFO(twice.reason);
+  CHECK(twice.verdict == Verdict::Proved);
+  // Laws that relate the floors of two different arguments (Round(-x) = -Round(x), or a shift
+  // by an even integer) are true but Z3 4.8.12 gives up on them within the limits: unknown.
+  RuleProof up =
+      prove_text("(rewrite round-up (Round ?x) (Floor (Add ?x (Constant :value_float 0.5))))");
+  CHECK(up.verdict == Verdict::Refuted);
+  REQUIRE(up.counterexample);
+  CHECK(up.counterexample->json.value("found_by", "") == "Z3 counterexample");
+}
+
+// Z3 4.8.12 decides integer division by a constant (linear integer arithmetic) but gives up on
+// division by a variable (nonlinear), so the true rules divide by constants; wrong rules with a
+// variable divisor are still refuted, since finding a model is the easy direction.
+TEST_CASE("integer Div truncates toward zero and gives 0 for a zero divisor",
+          "[rules][prove][fast]") {
+  for (int divisor : {2, -3, 0}) {
+    RuleProof neg = prove_text(
+        "(rewrite idiv-neg (Div (Neg ?a) ?c) (Neg (Div ?a ?c)) "
+        ":when (dtype ?a i64) (dtype ?c i64) (value ?c " +
+        std::to_string(divisor) + "))");
+    INFO("divisor " << divisor << ": " << neg.reason);
+    CHECK(neg.verdict == Verdict::Proved);
+  }
+  // Division does not cancel: (1 / 2) * 2 is 0, and so is (1 / 0) * 0.
+  RuleProof cancel = prove_text(
+      "(rewrite idiv-cancel (Mul (Div ?a ?b) ?b) ?a "
+      ":when (dtype ?a i64) (dtype ?b i64) (same-shape ?a ?b))");
+  CHECK(cancel.verdict == Verdict::Refuted);
+  REQUIRE(cancel.counterexample);
+  CHECK(cancel.counterexample->json.value("found_by", "") == "Z3 counterexample");
+}
+
+TEST_CASE("integer Mod follows ONNX's fmod attribute for the sign", "[rules][prove][fast]") {
+  // fmod 0 takes the sign of the divisor: (-a) mod -3 = -(a mod 3).
+  RuleProof mod = prove_text(
+      "(rewrite mod-neg-both (Mod (Neg ?a) ?m) (Neg (Mod ?a (Neg ?m))) "
+      ":when (dtype ?a i64) (dtype ?m i64) (value ?m -3))");
+  INFO(mod.reason);
+  CHECK(mod.verdict == Verdict::Proved);
+  // fmod 1 takes the sign of the dividend: fmod(-a, 3) = -fmod(a, 3)...
+  RuleProof fmod = prove_text(
+      "(rewrite fmod-neg (Mod :fmod 1 (Neg ?a) ?c) (Neg (Mod :fmod 1 ?a ?c)) "
+      ":when (dtype ?a i64) (dtype ?c i64) (value ?c 3))");
+  INFO(fmod.reason);
+  CHECK(fmod.verdict == Verdict::Proved);
+  // ... which fmod 0 does not: (-1) mod 3 is 2.
+  RuleProof wrong = prove_text(
+      "(rewrite mod-neg (Mod (Neg ?a) ?b) (Neg (Mod ?a ?b)) :when (dtype ?a i64) (dtype ?b i64))");
+  CHECK(wrong.verdict == Verdict::Refuted);
+  REQUIRE(wrong.counterexample);
+  CHECK(wrong.counterexample->json.value("found_by", "") == "Z3 counterexample");
+}
+
+TEST_CASE("proofs state their bounds", "[rules][prove][fast]") {
+  RuleProof p =
+      prove_text("(rewrite t (Transpose :perm ?p (Neg ?x)) (Neg (Transpose :perm ?p ?x)))");
+  CHECK(p.verdict == Verdict::Proved);
+  CHECK(p.coverage.at("attrs").at("p").size() >= 34);  // every permutation of ranks 0-4
+  CHECK(p.coverage.at("ranks").at("x").size() == 5);
+  CHECK(p.coverage_text.find("ranks ?x {0,1,2,3,4}") != std::string::npos);
+  CHECK(p.coverage.at("bindings").get<size_t>() == p.bounds.size());
+}
