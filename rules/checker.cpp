@@ -32,8 +32,9 @@ namespace {
 }
 }  // namespace
 
-void check_rule(const Rule& rule, const ShapeChoice& choice) {
-  for (const RuleBinding& b : representative_bindings(rule, choice)) {
+namespace {
+void check_rule_at(const Rule& rule, const std::vector<RuleBinding>& bindings) {
+  for (const RuleBinding& b : bindings) {
     BindingView view(b);
     for (size_t i = 0; i < rule.rhs.size(); ++i) {
       auto left = term_types(rule.lhs[i], view);
@@ -57,15 +58,22 @@ void check_rule(const Rule& rule, const ShapeChoice& choice) {
   }
 }
 
+}  // namespace
+
+void check_rule(const Rule& rule, const ShapeChoice& choice) {
+  check_rule_at(rule, representative_bindings(rule, choice));
+}
+
 void check_rules(RuleSet& set, const ShapeChoice& choice) {
   for (const Rule& rule : set.rules) {
-    if (representative_bindings(rule, choice).empty()) {
+    std::vector<RuleBinding> bindings = representative_bindings(rule, choice);
+    if (bindings.empty()) {
       set.warnings.push_back(rule.where.str() + ": rule '" + rule.name +
                              "': no shapes found that satisfy its left-hand side and conditions; "
                              "its right-hand side was not shape-checked");
       continue;
     }
-    check_rule(rule, choice);
+    check_rule_at(rule, bindings);
   }
 }
 
