@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <queue>
+#include <random>
 #include <set>
 #include <string>
 
@@ -193,8 +194,9 @@ void load(const ExtractionProblem& p, const Rows& rows, const std::vector<double
 
 SolveResult solve_relaxation(const ExtractionProblem& p, const Rows& rows,
                              const std::vector<double>& objective,
-                             const std::vector<double>& start_values, double seconds) {
-  const int num_columns = static_cast<int>(start_values.size());
+                             const std::vector<double>& start_values, double seconds,
+                             bool use_start = true) {
+  const int num_columns = static_cast<int>(p.num_nodes());
   OsiClpSolverInterface solver;
   load(p, rows, objective, &solver);
   std::vector<std::string> names(num_columns);
@@ -210,7 +212,7 @@ SolveResult solve_relaxation(const ExtractionProblem& p, const Rows& rows,
   CbcMain0(model);
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
-  model.setMIPStart(num_columns, name_pointers.data(), start_values.data());
+  if (use_start) model.setMIPStart(num_columns, name_pointers.data(), start_values.data());
   std::string limit = std::to_string(std::max(0.1, seconds));
   const char* argv[] = {"eqfuse", "-log",        "0",         "-slog", "0",
                         "-sec",   limit.c_str(), "-ratioGap", "0",     "-allowableGap",
@@ -270,12 +272,30 @@ double critical_path_bound(const ExtractionProblem& p) {
   return bound;
 }
 
-// The solver process: relaxation, cuts for the cycles of its optimum, again, until an optimum
-// is acyclic or time runs out. Reports bounds and better acyclic choices as it finds them.
-void lazy_cycle_search(const ExtractionProblem& p, Choice incumbent, double incumbent_cost,
-                       clock::time_point deadline, const Report& report) {
+// The message that reports an acyclic choice of the reduced problem.
+std::string solution_message(const Choice& choice) {
+  std::string message(1, kSolutionTag);
+  uint32_t count = 0;
+  for (NodeIndex n : choice) count += n != kNoNode;
+  put(message, count);
+  for (NodeIndex n : choice)
+    if (n != kNoNode) put(message, static_cast<uint32_t>(n));
+  return message;
+}
+
+double seconds_until(clock::time_point t) {
+  return std::chrono::duration<double>(t - clock::now()).count();
+}
+
+// The full solve: relaxation, cuts for the cycles of its optimum, again, until an optimum is
+// acyclic or `solve_deadline` passes (the LP bound may use up to 30% of the time to
+// `deadline`). Reports bounds and better acyclic choices as it finds them, and updates the
+// incumbent; true when it proved the incumbent optimal.
+bool lazy_cycle_search(const ExtractionProblem& p, Choice* incumbent, double* incumbent_cost,
+                       clock::time_point solve_deadline, clock::time_point deadline,
+                       const Report& report) {
   // CBC's tolerances are absolute: scale the objective so that the warm start costs 1000.
-  const double scale = incumbent_cost > 0 ? 1000 / incumbent_cost : 1;
+  const double scale = *incumbent_cost > 0 ? 1000 / *incumbent_cost : 1;
   std::vector<double> objective(p.num_nodes());
   for (NodeIndex n = 0; n < p.num_nodes(); ++n) objective[n] = p.cost(n) * scale;
   Rows rows = base_rows(p);
@@ -292,42 +312,259 @@ void lazy_cycle_search(const ExtractionProblem& p, Choice incumbent, double incu
     // The LP relaxation first, so that a bound comes back even if CBC never finishes.
     OsiClpSolverInterface lp;
     load(p, rows, objective, &lp);
-    lp.getModelPtr()->setMaximumSeconds(
-        0.3 * std::chrono::duration<double>(deadline - clock::now()).count());
+    lp.getModelPtr()->setMaximumSeconds(0.3 * seconds_until(deadline));
     lp.initialSolve();
     if (lp.isProvenOptimal()) report_bound(lp.getObjValue() / scale);
   }
   for (;;) {
-    double left = std::chrono::duration<double>(deadline - clock::now()).count();
     // CBC overruns its limit a little; leave it time to stop and report.
-    double seconds = left * 0.9 - 0.3;
-    if (seconds < 0.1) return;
-    SolveResult solved = solve_relaxation(p, rows, objective, start_columns(p, incumbent), seconds);
+    double seconds = seconds_until(solve_deadline) * 0.9 - 0.3;
+    if (seconds < 0.1) return false;
+    SolveResult solved =
+        solve_relaxation(p, rows, objective, start_columns(p, *incumbent), seconds);
     if (solved.bound > -COIN_DBL_MAX / 2) report_bound(solved.bound / scale);
-    if (solved.choice.empty()) return;
+    if (solved.choice.empty()) return false;
     auto cycles = choice_cycles(p, solved.choice);
     if (cycles.empty()) {
       auto found = make_result(p, solved.choice);
-      if (found.dag_cost < incumbent_cost) {
-        incumbent = found.choice;
-        incumbent_cost = found.dag_cost;
-        std::string message(1, kSolutionTag);
-        uint32_t count = 0;
-        for (NodeIndex n : incumbent) count += n != kNoNode;
-        put(message, count);
-        for (NodeIndex n : incumbent)
-          if (n != kNoNode) put(message, static_cast<uint32_t>(n));
-        report(message);
+      if (found.dag_cost < *incumbent_cost) {
+        *incumbent = found.choice;
+        *incumbent_cost = found.dag_cost;
+        report(solution_message(*incumbent));
       }
       if (solved.proven) report(std::string(1, kProvenTag));
-      return;
+      return solved.proven;
     }
-    if (!solved.proven) return;  // out of time with a cyclic best
+    if (!solved.proven) return false;  // out of time with a cyclic best
     for (const auto& cycle : cycles) add_set_cut(p, cycle, &in_set, &rows);
   }
 }
 
+// An exact solve of a small problem from an acyclic start (same loop, no reports): the best
+// acyclic choice found by the deadline (the start if none is better).
+Choice solve_small(const ExtractionProblem& p, Choice start, double start_cost,
+                   clock::time_point deadline, bool* proven) {
+  *proven = false;
+  const double scale = start_cost > 0 ? 1000 / start_cost : 1;
+  std::vector<double> objective(p.num_nodes());
+  for (NodeIndex n = 0; n < p.num_nodes(); ++n) objective[n] = p.cost(n) * scale;
+  Rows rows = base_rows(p);
+  std::vector<char> in_set(p.num_classes(), 0);
+  for (;;) {
+    double seconds = seconds_until(deadline) * 0.9 - 0.05;
+    if (seconds < 0.05) return start;
+    SolveResult solved;
+    try {
+      solved = solve_relaxation(p, rows, objective, start_columns(p, start), seconds);
+    } catch (const CoinError&) {
+      // CBC rejects the start of some small models ("Illegal index" in getColumnName); the
+      // start is kept anyway, so solve again without it.
+      solved = solve_relaxation(p, rows, objective, {}, seconds * 0.9, false);
+    }
+    if (solved.choice.empty()) return start;
+    auto cycles = choice_cycles(p, solved.choice);
+    if (cycles.empty()) {
+      auto found = make_result(p, solved.choice);
+      *proven = solved.proven;
+      return found.dag_cost < start_cost ? found.choice : start;
+    }
+    if (!solved.proven) return start;
+    for (const auto& cycle : cycles) add_set_cut(p, cycle, &in_set, &rows);
+  }
+}
+
+// One neighbourhood's sub-problem: the e-classes of the neighbourhood N with all their e-nodes,
+// and the other chosen e-classes that only N's choices keep alive (O) with their chosen e-node.
+// The chosen e-classes that the roots reach without passing through N (A) stay chosen whatever
+// N picks, so their cost is constant and they are left out; a child in A is replaced by the
+// e-classes of N that it reaches through A, which keeps every path, hence every cycle, and
+// asks only for e-classes that are chosen anyway (they are the sub-problem's roots). E-nodes
+// of N with an unchosen child outside N are left out.
+struct SubProblem {
+  ExtractionProblem problem;
+  std::vector<ClassIndex> original_class;  // by sub e-class
+  std::vector<NodeIndex> original_node;    // by sub e-node
+  Choice start;                            // the incumbent on the sub-problem
+};
+
+SubProblem make_sub_problem(const ExtractionProblem& p, const Choice& incumbent,
+                            const std::vector<char>& in_n) {
+  constexpr ClassIndex kNone = std::numeric_limits<ClassIndex>::max();
+  const size_t num_classes = p.num_classes();
+  std::vector<char> in_a(num_classes, 0), required(num_classes, 0);
+  std::vector<ClassIndex> todo;
+  auto visit = [&](ClassIndex k) {
+    if (in_n[k]) {
+      required[k] = 1;
+    } else if (!in_a[k]) {
+      in_a[k] = 1;
+      todo.push_back(k);
+    }
+  };
+  for (ClassIndex r : p.roots()) visit(r);
+  while (!todo.empty()) {
+    ClassIndex c = todo.back();
+    todo.pop_back();
+    for (ClassIndex k : p.children(incumbent[c])) visit(k);
+  }
+  SubProblem sub;
+  std::vector<ClassIndex> sub_of(num_classes, kNone);
+  for (ClassIndex c = 0; c < num_classes; ++c)
+    if (in_n[c] || (incumbent[c] != kNoNode && !in_a[c])) {
+      sub_of[c] = sub.problem.add_class();
+      sub.original_class.push_back(c);
+    }
+  // The e-classes of N that an e-class of A reaches through A, computed on demand.
+  std::vector<std::vector<ClassIndex>> frontier(num_classes);
+  std::vector<char> has_frontier(num_classes, 0);
+  std::vector<uint32_t> mark(num_classes, 0);
+  uint32_t stamp = 0;
+  auto frontier_of = [&](ClassIndex y) -> const std::vector<ClassIndex>& {
+    if (has_frontier[y]) return frontier[y];
+    has_frontier[y] = 1;
+    ++stamp;
+    std::vector<ClassIndex> stack{y};
+    mark[y] = stamp;
+    while (!stack.empty()) {
+      ClassIndex c = stack.back();
+      stack.pop_back();
+      for (ClassIndex k : p.children(incumbent[c])) {
+        if (mark[k] == stamp) continue;
+        mark[k] = stamp;
+        if (in_n[k])
+          frontier[y].push_back(sub_of[k]);
+        else
+          stack.push_back(k);  // in A: a child of a chosen e-class outside N is chosen
+      }
+    }
+    return frontier[y];
+  };
+  std::vector<ClassIndex> kids;
+  sub.start.assign(sub.original_class.size(), kNoNode);
+  for (ClassIndex s = 0; s < sub.original_class.size(); ++s) {
+    ClassIndex c = sub.original_class[s];
+    std::span<const NodeIndex> options = p.nodes(c);
+    if (!in_n[c]) options = {&incumbent[c], 1};
+    for (NodeIndex n : options) {
+      kids.clear();
+      bool usable = true;
+      for (ClassIndex k : p.children(n)) {
+        if (sub_of[k] != kNone) {
+          kids.push_back(sub_of[k]);
+        } else if (in_a[k]) {
+          const auto& f = frontier_of(k);
+          kids.insert(kids.end(), f.begin(), f.end());
+        } else {
+          usable = false;
+          break;
+        }
+      }
+      // A child that is the e-node's own e-class (directly or through A) closes a cycle.
+      std::sort(kids.begin(), kids.end());
+      kids.erase(std::unique(kids.begin(), kids.end()), kids.end());
+      if (!usable || std::binary_search(kids.begin(), kids.end(), s)) continue;
+      NodeIndex m = sub.problem.add_node(s, p.cost(n), kids);
+      sub.original_node.push_back(n);
+      if (n == incumbent[c]) sub.start[s] = m;
+    }
+  }
+  for (ClassIndex s = 0; s < sub.original_class.size(); ++s)
+    if (required[sub.original_class[s]]) sub.problem.add_root(s);
+  return sub;
+}
+
 }  // namespace
+
+Choice improve_by_neighbourhoods(const ExtractionProblem& p, const Choice& start,
+                                 const LnsOptions& options,
+                                 const std::function<void(const Choice&)>& on_better) {
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
+                                           std::chrono::duration<double>(options.seconds));
+  ExtractionResult best = make_result(p, start);
+  const size_t num_classes = p.num_classes();
+  if (num_classes == 0) return best.choice;
+  // Neighbours of an e-class: the children and parent e-classes of all its e-nodes.
+  std::vector<std::vector<ClassIndex>> adjacent(num_classes);
+  for (NodeIndex n = 0; n < p.num_nodes(); ++n)
+    for (ClassIndex k : p.children(n)) {
+      adjacent[p.node_class(n)].push_back(k);
+      adjacent[k].push_back(p.node_class(n));
+    }
+  for (auto& a : adjacent) {
+    std::sort(a.begin(), a.end());
+    a.erase(std::unique(a.begin(), a.end()), a.end());
+  }
+  std::mt19937 rng(options.seed);
+  double size = static_cast<double>(options.initial_size);
+  std::vector<char> in_n(num_classes, 0);
+  std::vector<ClassIndex> region;
+  for (int round = 0; seconds_until(deadline) > 0.2; ++round) {
+    if (options.max_rounds >= 0 && round >= options.max_rounds) break;
+    // Seeds: the chosen e-classes, every other round weighted by their e-node's cost.
+    std::vector<ClassIndex> chosen;
+    std::vector<double> weight;
+    for (ClassIndex c = 0; c < num_classes; ++c)
+      if (best.choice[c] != kNoNode) {
+        chosen.push_back(c);
+        weight.push_back(p.cost(best.choice[c]) + 1e-12);
+      }
+    if (chosen.empty()) break;
+    ClassIndex seed =
+        round % 2 ? chosen[std::discrete_distribution<size_t>(weight.begin(), weight.end())(rng)]
+                  : chosen[std::uniform_int_distribution<size_t>(0, chosen.size() - 1)(rng)];
+    // A breadth-first region around the seed, neighbours in random order.
+    const size_t cap = std::max<size_t>(2, static_cast<size_t>(size));
+    region.assign(1, seed);
+    in_n[seed] = 1;
+    std::vector<ClassIndex> next;
+    for (size_t head = 0; head < region.size() && region.size() < cap; ++head) {
+      next = adjacent[region[head]];
+      std::shuffle(next.begin(), next.end(), rng);
+      for (ClassIndex k : next) {
+        if (region.size() >= cap) break;
+        if (!in_n[k]) {
+          in_n[k] = 1;
+          region.push_back(k);
+        }
+      }
+    }
+    SubProblem sub = make_sub_problem(p, best.choice, in_n);
+    for (ClassIndex c : region) in_n[c] = 0;
+    if (sub.problem.roots().empty()) continue;
+    auto sub_start = make_result(sub.problem, sub.start);
+    if (sub_start.dag_cost <= 0) continue;
+    auto sub_deadline = std::min(
+        deadline, clock::now() + std::chrono::duration_cast<clock::duration>(
+                                     std::chrono::duration<double>(options.seconds_per_solve)));
+    bool proven = false;
+    Choice solved = sub_start.choice;
+    try {
+      solved =
+          solve_small(sub.problem, sub_start.choice, sub_start.dag_cost, sub_deadline, &proven);
+    } catch (...) {  // CBC throws CoinError on a few models; count it as a failed solve
+      proven = false;
+    }
+    // Grow the neighbourhood while CBC proves them, shrink it when it cannot.
+    size = proven ? std::min(size * 1.2, static_cast<double>(options.max_size))
+                  : std::max(size * 0.7, std::min(20.0, static_cast<double>(options.max_size)));
+    Choice candidate = best.choice;
+    std::sort(region.begin(), region.end());
+    for (ClassIndex s = 0; s < sub.original_class.size(); ++s) {
+      ClassIndex c = sub.original_class[s];
+      if (!std::binary_search(region.begin(), region.end(), c)) continue;  // in O: unchanged
+      candidate[c] = solved[s] == kNoNode ? kNoNode : sub.original_node[solved[s]];
+    }
+    if (!is_valid_choice(p, candidate)) continue;
+    ExtractionResult found = make_result(p, candidate);
+    if (found.dag_cost < best.dag_cost * (1 - 1e-12)) {
+      best = std::move(found);
+      if (on_better) on_better(best.choice);
+    }
+  }
+  return best.choice;
+}
+
+namespace {}  // namespace
 
 ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions& options) {
   auto start = clock::now();
@@ -362,45 +599,63 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     best.seconds = elapsed();
     return best;
   }
-  const double remaining = std::chrono::duration<double>(deadline - clock::now()).count();
-  IsolatedRun run = run_isolated(std::max(0.5, remaining), [&](const Report& report) {
-    lazy_cycle_search(p, reduced_warm.choice, reduced_warm.dag_cost, deadline, report);
-  });
-
-  // Read the reports; a truncated last one (the child killed mid-write) is ignored.
+  // Two solver processes: the full solve with the first 40% of the time, then, unless it
+  // proved the optimum, neighbourhood search from the best choice with the rest. Each reports
+  // bounds and better acyclic choices as it finds them; a truncated last report (the child
+  // killed mid-write) is ignored.
   std::optional<double> bound = path_bound;
   bool proven = false;
-  std::string_view in = run.received;
-  while (!in.empty()) {
-    char tag = in.front();
-    in.remove_prefix(1);
-    if (tag == kBoundTag) {
-      double value;
-      if (!get(in, &value)) break;
-      bound = std::max(bound.value_or(value), value);
-    } else if (tag == kSolutionTag) {
-      uint32_t count;
-      if (!get(in, &count) || in.size() < count * sizeof(uint32_t)) break;
-      Choice choice(p.num_classes(), kNoNode);
-      bool ok = true;
-      for (uint32_t i = 0; i < count; ++i) {
-        uint32_t n = 0;
-        get(in, &n);
-        if (n >= p.num_nodes()) ok = false;
-        if (ok) choice[p.node_class(n)] = n;
-      }
-      Choice expanded = reduced.expand(problem, choice);
-      if (!ok || !is_valid_choice(problem, expanded)) {
-        proven = false;
+  Choice incumbent = reduced_warm.choice;
+  double incumbent_cost = reduced_warm.dag_cost;
+  auto read = [&](std::string_view in) {
+    while (!in.empty()) {
+      char tag = in.front();
+      in.remove_prefix(1);
+      if (tag == kBoundTag) {
+        double value;
+        if (!get(in, &value)) break;
+        bound = std::max(bound.value_or(value), value);
+      } else if (tag == kSolutionTag) {
+        uint32_t count;
+        if (!get(in, &count) || in.size() < count * sizeof(uint32_t)) break;
+        Choice choice(p.num_classes(), kNoNode);
+        bool ok = true;
+        for (uint32_t i = 0; i < count; ++i) {
+          uint32_t n = 0;
+          get(in, &n);
+          if (n >= p.num_nodes()) ok = false;
+          if (ok) choice[p.node_class(n)] = n;
+        }
+        Choice expanded = ok ? reduced.expand(problem, choice) : Choice{};
+        if (!ok || !is_valid_choice(problem, expanded)) {
+          proven = false;
+          break;
+        }
+        ExtractionResult found = make_result(problem, expanded);
+        if (found.dag_cost <= best.dag_cost) {
+          best = std::move(found);
+          incumbent = std::move(choice);
+          incumbent_cost = dag_cost(p, incumbent);
+        }
+      } else if (tag == kProvenTag) {
+        proven = true;
+      } else {
         break;
       }
-      ExtractionResult found = make_result(problem, expanded);
-      if (found.dag_cost <= best.dag_cost) best = std::move(found);
-    } else if (tag == kProvenTag) {
-      proven = true;
-    } else {
-      break;
     }
+  };
+  const auto now = clock::now();
+  const auto solve_deadline = now + (deadline - now) * 2 / 5;
+  read(run_isolated(std::max(0.5, seconds_until(solve_deadline)), [&](const Report& report) {
+         lazy_cycle_search(p, &incumbent, &incumbent_cost, solve_deadline, deadline, report);
+       }).received);
+  if (!proven && seconds_until(deadline) > 1) {
+    read(run_isolated(seconds_until(deadline), [&](const Report& report) {
+           LnsOptions lns;
+           lns.seconds = seconds_until(deadline) - 0.3;
+           improve_by_neighbourhoods(
+               p, incumbent, lns, [&](const Choice& better) { report(solution_message(better)); });
+         }).received);
   }
   // The child proved the best choice optimal only up to CBC's tolerance; claim it only when
   // the bound agrees.

@@ -93,6 +93,28 @@ TEST_CASE("ILP cuts the cycle of a relaxation and proves the optimum", "[extract
   CHECK(*ilp.bound == Approx(4));
 }
 
+TEST_CASE("neighbourhood search improves a poor start to the optimum", "[extract]") {
+  auto sp = problem_from_text(test::kCycles);
+  const auto& p = sp.problem;
+  Choice poor(p.num_classes(), kNoNode);  // A=la: 1 + 5 + 2
+  for (NodeIndex n = 0; n < p.num_nodes(); ++n)
+    if (sp.node_ids[n] == "r" || sp.node_ids[n] == "a2" || sp.node_ids[n] == "c2")
+      poor[p.node_class(n)] = n;
+  REQUIRE(dag_cost(p, poor) == 8);
+  LnsOptions options;  // regions of two e-classes: only {A, B} together can improve
+  options.seconds = 30;
+  options.initial_size = 2;
+  options.max_size = 2;
+  options.max_rounds = 40;
+  int improvements = 0;
+  Choice better =
+      improve_by_neighbourhoods(p, poor, options, [&](const Choice&) { ++improvements; });
+  auto result = make_result(p, better);
+  check_valid(test::kCycles, sp, result);
+  CHECK(result.dag_cost == 4);  // A=f(B), B=lb, C=lc; the cycle A=f(B), B=g(A) is refused
+  CHECK(improvements >= 1);
+}
+
 TEST_CASE("the reduction folds, drops dominated e-nodes, and maps choices both ways", "[extract]") {
   auto sp = problem_from_text(test::kReducible);
   const auto& p = sp.problem;
