@@ -193,6 +193,9 @@ GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
   }
   z3::params som(ctx);
   som.set("som", true);
+  // Expand fully: the default blow-up cap (10x) leaves s * (a sum of 24 products) unexpanded, and
+  // the cancellation it hides then sends Z3's nonlinear solver past every limit.
+  som.set("som_blowup", 1000000u);
   for (size_t k = 0; k < num_lhs; ++k) {
     const Terms& lhs = enc.outputs.at(k);
     const Terms& rhs = enc.outputs.at(k + num_lhs);
