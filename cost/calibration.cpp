@@ -249,10 +249,6 @@ double fit_factor(const DeviceProfile& base, const std::vector<Sample>& samples,
   return best;
 }
 
-int64_t gemm_tiles(const DeviceProfile& p, int64_t m, int64_t n) {
-  return ((m + p.gemm_tile_m - 1) / p.gemm_tile_m) * ((n + p.gemm_tile_n - 1) / p.gemm_tile_n);
-}
-
 }  // namespace
 
 double CalibrationResult::mean_abs_relative_error() const {
@@ -417,11 +413,11 @@ CalibrationResult calibrate(const DeviceProfile* base_or_null) {
             5);
         if (status != 0) throw Error("calibration: cublasGemmEx failed", Error::Kind::Unsupported);
         s.release_last(3);
-        samples.push_back({fmt::format("gemm {} {}x{}x{}", ir::dtype_name(dtype), g.m, g.n, g.k),
-                           ms, 2.0 * g.m * g.n * g.k,
-                           static_cast<double>(a_bytes + b_bytes + c_bytes),
-                           ir::FusionClass::Contraction, dtype,
-                           wave_efficiency(gemm_tiles(p, g.m, g.n), p.sm_count)});
+        samples.push_back(
+            {fmt::format("gemm {} {}x{}x{}", ir::dtype_name(dtype), g.m, g.n, g.k), ms,
+             2.0 * g.m * g.n * g.k, static_cast<double>(a_bytes + b_bytes + c_bytes),
+             ir::FusionClass::Contraction, dtype,
+             wave_efficiency(gemm_tiles(1, g.m, g.n, p.gemm_tile_m, p.gemm_tile_n), p.sm_count)});
       }
     }
     api->cublasDestroy(handle);

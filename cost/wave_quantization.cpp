@@ -9,12 +9,12 @@ int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
 
-int64_t tiles_of(int64_t batch, int64_t m, int64_t n, int tile_m, int tile_n) {
+}  // namespace
+
+int64_t gemm_tiles(int64_t batch, int64_t m, int64_t n, int tile_m, int tile_n) {
   return std::max<int64_t>(1, batch) * ceil_div(std::max<int64_t>(1, m), tile_m) *
          ceil_div(std::max<int64_t>(1, n), tile_n);
 }
-
-}  // namespace
 
 std::optional<int64_t> gemm_output_tiles(const ir::OpContext& ctx,
                                          const std::vector<ir::TensorType>& outputs, int tile_m,
@@ -25,10 +25,10 @@ std::optional<int64_t> gemm_output_tiles(const ir::OpContext& ctx,
   if (op == "MatMul" || op == "Gemm") {
     // [..., M, N]; a vector result is a 1 x N (or M x 1) GEMM.
     if (dims.empty()) return 1;
-    if (dims.size() == 1) return tiles_of(1, 1, dims[0], tile_m, tile_n);
+    if (dims.size() == 1) return gemm_tiles(1, 1, dims[0], tile_m, tile_n);
     int64_t batch = 1;
     for (size_t i = 0; i + 2 < dims.size(); ++i) batch *= dims[i];
-    return tiles_of(batch, dims[dims.size() - 2], dims.back(), tile_m, tile_n);
+    return gemm_tiles(batch, dims[dims.size() - 2], dims.back(), tile_m, tile_n);
   }
   if (op == "Conv" || op == "ConvTranspose") {
     // [N, C_out, spatial...] as `group` implicit GEMMs of (N x pixels) x (C_out / group).
@@ -36,7 +36,7 @@ std::optional<int64_t> gemm_output_tiles(const ir::OpContext& ctx,
     int64_t group = std::max<int64_t>(1, ctx.node.attrs.get_int("group", 1));
     int64_t m = dims[0];
     for (size_t i = 2; i < dims.size(); ++i) m *= dims[i];
-    return tiles_of(group, m, dims[1] / group, tile_m, tile_n);
+    return gemm_tiles(group, m, dims[1] / group, tile_m, tile_n);
   }
   return std::nullopt;
 }

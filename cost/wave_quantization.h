@@ -18,6 +18,9 @@ std::optional<int64_t> gemm_output_tiles(const ir::OpContext& ctx,
                                          const std::vector<ir::TensorType>& outputs, int tile_m,
                                          int tile_n);
 
+// Output tiles of `batch` GEMMs of m x n cut into tile_m x tile_n tiles (each count at least 1).
+int64_t gemm_tiles(int64_t batch, int64_t m, int64_t n, int tile_m, int tile_n);
+
 // tiles / (waves x SMs) with waves = ceil(tiles / SMs): the busy fraction of the SMs, in (0, 1].
 double wave_efficiency(int64_t tiles, int sm_count);
 

@@ -39,7 +39,8 @@ void require_error_mentions(const nlohmann::json& j, const std::string& fragment
 }  // namespace
 
 TEST_CASE("builtin profiles are the four devices of the issue", "[cost]") {
-  CHECK(DeviceProfile::list_builtin() == std::vector<std::string>{"a100", "a6000", "h100", "h200", "h200-calibrated"});
+  CHECK(DeviceProfile::list_builtin() ==
+        std::vector<std::string>{"a100", "a6000", "h100", "h200", "h200-calibrated"});
 }
 
 TEST_CASE("builtin profiles carry the published dense figures", "[cost]") {
