@@ -16,6 +16,7 @@
 
 #include "extract/dag.h"
 #include "extract/isolated.h"
+#include "extract/mandatory.h"
 #include "extract/reduce.h"
 #include "extract/scc.h"
 #include "support/error.h"
@@ -77,6 +78,12 @@ Rows base_rows(const ExtractionProblem& p) {
       for (NodeIndex m : p.nodes(k)) rows.add_entry(static_cast<int>(m), -1);
       rows.end_row(-COIN_DBL_MAX, 0);
     }
+  for (const MandatoryPair& pair : mandatory_pairs(p)) {  // sum over `by` <= sum over `needed`
+    rows.begin_row();
+    for (NodeIndex n : p.nodes(pair.by)) rows.add_entry(static_cast<int>(n), 1);
+    for (NodeIndex n : p.nodes(pair.needed)) rows.add_entry(static_cast<int>(n), -1);
+    rows.end_row(-COIN_DBL_MAX, 0);
+  }
   return rows;
 }
 
@@ -599,7 +606,7 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     best.seconds = elapsed();
     return best;
   }
-  // Two solver processes: the full solve with the first 40% of the time, then, unless it
+  // Two solver processes: the full solve with the first 75% of the time, then, unless it
   // proved the optimum, neighbourhood search from the best choice with the rest. Each reports
   // bounds and better acyclic choices as it finds them; a truncated last report (the child
   // killed mid-write) is ignored.
@@ -645,7 +652,7 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     }
   };
   const auto now = clock::now();
-  const auto solve_deadline = now + (deadline - now) * 2 / 5;
+  const auto solve_deadline = now + (deadline - now) * 3 / 4;
   read(run_isolated(std::max(0.5, seconds_until(solve_deadline)), [&](const Report& report) {
          lazy_cycle_search(p, &incumbent, &incumbent_cost, solve_deadline, deadline, report);
        }).received);
