@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "extract/dag.h"
 #include "extract/isolated.h"
@@ -41,6 +42,28 @@ bool get(std::string_view& in, T* value) {
   std::memcpy(value, in.data(), sizeof(T));
   in.remove_prefix(sizeof(T));
   return true;
+}
+
+// Splits a child's reports into messages, calling `on(tag, payload)` for each until it returns
+// false; stops at an unknown tag or a truncated message.
+void for_each_report(std::string_view in, const std::function<bool(char, std::string_view)>& on) {
+  while (!in.empty()) {
+    const char tag = in.front();
+    in.remove_prefix(1);
+    size_t length = 0;
+    if (tag == kBoundTag) {
+      length = sizeof(double);
+    } else if (tag == kSolutionTag) {
+      uint32_t count;
+      std::string_view head = in;
+      if (!get(head, &count)) return;
+      length = sizeof count + size_t{count} * sizeof(uint32_t);
+    } else if (tag != kProvenTag) {
+      return;
+    }
+    if (in.size() < length || !on(tag, in.substr(0, length))) return;
+    in.remove_prefix(length);
+  }
 }
 
 // Rows in compressed form (CoinPackedMatrix::appendRow reallocates on every call).
@@ -606,37 +629,34 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     best.seconds = elapsed();
     return best;
   }
-  // Two solver processes: the full solve with the first 75% of the time, then, unless it
-  // proved the optimum, neighbourhood search from the best choice with the rest. Each reports
-  // bounds and better acyclic choices as it finds them; a truncated last report (the child
-  // killed mid-write) is ignored.
+  // The full solve and neighbourhood search, each in a child process (two at once where the
+  // machine has two cores, else the full solve with the first 75% of the time and, unless it
+  // proved the optimum, the search with the rest). Each reports bounds and better acyclic
+  // choices as it finds them; a truncated last report (the child killed mid-write) is ignored.
   std::optional<double> bound = path_bound;
   bool proven = false;
   Choice incumbent = reduced_warm.choice;
   double incumbent_cost = reduced_warm.dag_cost;
   auto read = [&](std::string_view in) {
-    while (!in.empty()) {
-      char tag = in.front();
-      in.remove_prefix(1);
+    for_each_report(in, [&](char tag, std::string_view payload) {
       if (tag == kBoundTag) {
-        double value;
-        if (!get(in, &value)) break;
+        double value = 0;
+        get(payload, &value);
         bound = std::max(bound.value_or(value), value);
       } else if (tag == kSolutionTag) {
-        uint32_t count;
-        if (!get(in, &count) || in.size() < count * sizeof(uint32_t)) break;
+        uint32_t count = 0;
+        get(payload, &count);
         Choice choice(p.num_classes(), kNoNode);
-        bool ok = true;
         for (uint32_t i = 0; i < count; ++i) {
           uint32_t n = 0;
-          get(in, &n);
-          if (n >= p.num_nodes()) ok = false;
-          if (ok) choice[p.node_class(n)] = n;
+          get(payload, &n);
+          if (n >= p.num_nodes()) return proven = false;
+          choice[p.node_class(n)] = n;
         }
-        Choice expanded = ok ? reduced.expand(problem, choice) : Choice{};
-        if (!ok || !is_valid_choice(problem, expanded)) {
+        Choice expanded = reduced.expand(problem, choice);
+        if (!is_valid_choice(problem, expanded)) {
           proven = false;
-          break;
+          return false;
         }
         ExtractionResult found = make_result(problem, expanded);
         if (found.dag_cost <= best.dag_cost) {
@@ -644,25 +664,41 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
           incumbent = std::move(choice);
           incumbent_cost = dag_cost(p, incumbent);
         }
-      } else if (tag == kProvenTag) {
-        proven = true;
       } else {
-        break;
+        proven = true;
       }
-    }
+      return true;
+    });
   };
-  const auto now = clock::now();
-  const auto solve_deadline = now + (deadline - now) * 3 / 4;
-  read(run_isolated(std::max(0.5, seconds_until(solve_deadline)), [&](const Report& report) {
-         lazy_cycle_search(p, &incumbent, &incumbent_cost, solve_deadline, deadline, report);
-       }).received);
-  if (!proven && seconds_until(deadline) > 1) {
-    read(run_isolated(seconds_until(deadline), [&](const Report& report) {
-           LnsOptions lns;
-           lns.seconds = seconds_until(deadline) - 0.3;
-           improve_by_neighbourhoods(
-               p, incumbent, lns, [&](const Choice& better) { report(solution_message(better)); });
+  auto search = [&](const Report& report) {
+    LnsOptions lns;
+    lns.seconds = seconds_until(deadline) - 0.3;
+    improve_by_neighbourhoods(p, incumbent, lns,
+                              [&](const Choice& better) { report(solution_message(better)); });
+  };
+  if (std::thread::hardware_concurrency() >= 2) {
+    auto full = [&](const Report& report) {
+      lazy_cycle_search(p, &incumbent, &incumbent_cost, deadline, deadline, report);
+    };
+    // A proof ends the search too.
+    auto runs = run_isolated(seconds_until(deadline), {full, search},
+                             [](const std::vector<IsolatedRun>& r) {
+                               bool proof = false;
+                               for_each_report(r[0].received, [&](char tag, std::string_view) {
+                                 proof = proof || tag == kProvenTag;
+                                 return true;
+                               });
+                               return proof;
+                             });
+    for (const IsolatedRun& run : runs) read(run.received);
+  } else {
+    const auto now = clock::now();
+    const auto solve_deadline = now + (deadline - now) * 3 / 4;
+    read(run_isolated(std::max(0.5, seconds_until(solve_deadline)), [&](const Report& report) {
+           lazy_cycle_search(p, &incumbent, &incumbent_cost, solve_deadline, deadline, report);
          }).received);
+    if (!proven && seconds_until(deadline) > 1)
+      read(run_isolated(seconds_until(deadline), search).received);
   }
   // The child proved the best choice optimal only up to CBC's tolerance; claim it only when
   // the bound agrees.

@@ -19,10 +19,10 @@
 // (an e-node's cost plus its costliest child's term), and it alone proves vgg optimal. The
 // reported bound is the better of the two. The DAG-aware heuristic's choice is the first warm
 // start, so the answer is never worse than it; on the time limit the best choice found is
-// returned with `optimal` false. `optimal` means proven to a relative 1e-9. The full solve
-// gets the first 75% of the time, in one child process; unless it proved the optimum,
-// neighbourhood search (below) spends the rest, in another, improving the best choice. Neither
-// phase changes the bound.
+// returned with `optimal` false. `optimal` means proven to a relative 1e-9. Beside the full
+// solve, neighbourhood search (below) improves the best choice; each runs in a child process,
+// both at once for the whole time on a machine with two cores or more (a proof ends both),
+// else the full solve first with 75% of the time. Only the full solve moves the bound.
 #include <functional>
 
 #include "extract/choice.h"
@@ -37,21 +37,20 @@ struct IlpOptions {
 
 ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions& options = {});
 
-// Large-neighbourhood search, the ILP's second phase when the full solve has not proved the
-// optimum in the first 75% of the time: pick a region of a few hundred e-classes around a chosen
-// e-class (breadth-first over parents and children of all e-nodes; the seed uniformly or by its
-// e-node's cost, alternately), keep every other e-class's choice, and solve the sub-problem
-// exactly with CBC and the same lazy cycle cuts. The e-classes that the roots still reach
-// without passing through the region are a constant cost and stay out of the sub-problem, so
+// Large-neighbourhood search, the ILP's primal side: pick a region of e-classes (150 at first)
+// around a chosen e-class (breadth-first over parents and children of all e-nodes; the seed
+// uniformly or by its e-node's cost, alternately), keep every other e-class's choice, and solve the
+// sub-problem exactly with CBC and the same lazy cycle cuts. The e-classes that the roots still
+// reach without passing through the region are a constant cost and stay out of the sub-problem, so
 // shared e-nodes count once. A better choice is kept only if the whole choice is acyclic and
-// its DAG cost is lower. The region grows while CBC proves its sub-problems and shrinks when it
-// cannot. Seeded, so a run is repeatable up to timing. Runs in the caller's process; exposed for
-// tests.
+// its DAG cost is lower. The region grows (by 20%, up to 30,000 e-classes: nasrnn's better
+// choices need thousands) while CBC proves its sub-problems and shrinks when it cannot. Seeded, so
+// a run is repeatable up to timing. Runs in the caller's process; exposed for tests.
 struct LnsOptions {
   double seconds = 1;
   double seconds_per_solve = 5;
   size_t initial_size = 150;  // e-classes in a region
-  size_t max_size = 1500;
+  size_t max_size = 30000;
   int max_rounds = -1;  // no limit when negative
   uint32_t seed = 20261129;
 };

@@ -13,10 +13,10 @@
 #include "support/error.h"
 
 namespace eqfuse::extract {
+namespace {
 
-IsolatedRun run_isolated(double seconds, const std::function<void(const Report&)>& work) {
-  using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::duration<double>(seconds);
+// Forks a child that runs `work` with its reports going to the returned pipe's read end.
+pid_t start_child(const Work& work, int* read_fd) {
   int fds[2];
   if (pipe(fds) != 0) throw Error("isolated run: pipe failed", Error::Kind::Internal);
   std::fflush(stdout);
@@ -44,29 +44,64 @@ IsolatedRun run_isolated(double seconds, const std::function<void(const Report&)
     _exit(0);
   }
   close(fds[1]);
-  IsolatedRun out;
+  *read_fd = fds[0];
+  return pid;
+}
+
+}  // namespace
+
+IsolatedRun run_isolated(double seconds, const Work& work) {
+  return std::move(run_isolated(seconds, std::vector<Work>{work}).front());
+}
+
+std::vector<IsolatedRun> run_isolated(
+    double seconds, const std::vector<Work>& works,
+    const std::function<bool(const std::vector<IsolatedRun>&)>& stop) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration<double>(seconds);
+  const size_t count = works.size();
+  std::vector<pid_t> pids(count);
+  std::vector<pollfd> fds(count);
+  for (size_t i = 0; i < count; ++i) {
+    int fd = -1;
+    pids[i] = start_child(works[i], &fd);
+    fds[i] = {fd, POLLIN, 0};
+  }
+  std::vector<IsolatedRun> out(count);
+  std::vector<char> eof(count, 0);
+  size_t open_count = count;
   char buffer[65536];
-  bool eof = false;
-  while (!eof) {
+  bool stopped = false;
+  while (open_count > 0 && !stopped) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
     if (left.count() <= 0) break;
-    pollfd p{fds[0], POLLIN, 0};
-    int ready = poll(&p, 1, static_cast<int>(left.count()));
+    int ready = poll(fds.data(), count, static_cast<int>(left.count()));
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) break;
-    ssize_t r = read(fds[0], buffer, sizeof buffer);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0)
-      eof = true;
-    else
-      out.received.append(buffer, static_cast<size_t>(r));
+    for (size_t i = 0; i < count; ++i) {
+      if (eof[i] || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t r = read(fds[i].fd, buffer, sizeof buffer);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) {
+        eof[i] = 1;
+        close(fds[i].fd);
+        fds[i].fd = -1;  // poll ignores it from now on
+        --open_count;
+      } else {
+        out[i].received.append(buffer, static_cast<size_t>(r));
+      }
+    }
+    if (stop && stop(out)) stopped = true;
   }
-  close(fds[0]);
-  if (!eof) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  for (size_t i = 0; i < count; ++i) {
+    if (!eof[i]) kill(pids[i], SIGKILL);
+    int status = 0;
+    while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR) {
+    }
+    out[i].finished = eof[i] && WIFEXITED(status) && WEXITSTATUS(status) == 0;
   }
-  out.finished = eof && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  for (const pollfd& p : fds)
+    if (p.fd >= 0) close(p.fd);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace eqfuse::extract {
 
@@ -19,8 +20,17 @@ struct IsolatedRun {
   bool finished = false;  // the child returned from `work` before the deadline
 };
 
+using Work = std::function<void(const Report&)>;
+
 // Forks; the child runs `work` (its stdout and stderr go to /dev/null) and exits. The parent
 // collects the reports until the child ends or `seconds` pass, then kills it.
-IsolatedRun run_isolated(double seconds, const std::function<void(const Report&)>& work);
+IsolatedRun run_isolated(double seconds, const Work& work);
+
+// The same for several pieces of work at once, a child each, under one deadline. After each
+// report `stop` sees what every child sent so far; when it says so the other children are
+// killed.
+std::vector<IsolatedRun> run_isolated(
+    double seconds, const std::vector<Work>& works,
+    const std::function<bool(const std::vector<IsolatedRun>&)>& stop = {});
 
 }  // namespace eqfuse::extract

@@ -40,24 +40,21 @@ TEST_CASE("time-limited ILP on the cyclic tensat e-graphs", "[tensat][ilp][slow]
   }
 }
 
-// With the mandatory-class rows (extract/mandatory.h) the LP bound is within a few percent of
-// the optimum on these, and the ILP proves its answer optimal well inside its time limit (about
-// 7 s, 23 s and 27 s on a 2-core machine). Each of these optima equals the DAG heuristic's cost.
-TEST_CASE("the ILP proves resnet50 and nasneta optimal", "[tensat][ilp][slow]") {
-  for (const char* name : {"resnet50", "nasneta", "nasneta_acyclic"}) {
-    DYNAMIC_SECTION(name) {
-      auto g = egraph::read_serialized_egraph(test::tensat_path(name));
-      auto sp = make_problem(g);
-      IlpOptions options;
-      options.time_limit_seconds = 60;
-      auto ilp = extract_ilp(sp.problem, options);
-      auto v = test::validate_choice(g, test::to_choice_map(sp, ilp));
-      INFO(v.error);
-      REQUIRE(v.ok);
-      CHECK(ilp.optimal);
-      REQUIRE(ilp.bound.has_value());
-      CHECK(*ilp.bound == Approx(ilp.dag_cost).epsilon(1e-9));
-      CHECK(v.dag_cost == Approx(ilp.dag_cost).epsilon(1e-12));
-    }
-  }
+// With the mandatory-class rows (extract/mandatory.h) the LP bound on resnet50 is 99.8% of the
+// optimum, and the ILP proves its answer optimal in about 7 s on a 2-core machine (the limit
+// leaves room for a slower one). How fast each file is proved or improved is measured by
+// bench/extract_ilp_table.sh, not here.
+TEST_CASE("the ILP proves resnet50 optimal", "[tensat][ilp][slow]") {
+  auto g = egraph::read_serialized_egraph(test::tensat_path("resnet50"));
+  auto sp = make_problem(g);
+  IlpOptions options;
+  options.time_limit_seconds = 60;
+  auto ilp = extract_ilp(sp.problem, options);
+  auto v = test::validate_choice(g, test::to_choice_map(sp, ilp));
+  INFO(v.error);
+  REQUIRE(v.ok);
+  CHECK(ilp.optimal);
+  REQUIRE(ilp.bound.has_value());
+  CHECK(*ilp.bound == Approx(ilp.dag_cost).epsilon(1e-9));
+  CHECK(v.dag_cost == Approx(ilp.dag_cost).epsilon(1e-12));
 }
