@@ -566,13 +566,23 @@ Choice improve_by_neighbourhoods(const ExtractionProblem& p, const Choice& start
     auto sub_deadline = std::min(
         deadline, clock::now() + std::chrono::duration_cast<clock::duration>(
                                      std::chrono::duration<double>(options.seconds_per_solve)));
+    // In a child process: CBC has aborted (a failed assertion in Clp) and crashed on some of
+    // these sub-problems, which would end the whole search. A failed solve changes nothing.
     bool proven = false;
     Choice solved = sub_start.choice;
-    try {
-      solved =
-          solve_small(sub.problem, sub_start.choice, sub_start.dag_cost, sub_deadline, &proven);
-    } catch (...) {  // CBC throws CoinError on a few models; count it as a failed solve
-      proven = false;
+    const size_t sub_classes = sub.problem.num_classes();
+    IsolatedRun run =
+        run_isolated(std::max(0.1, seconds_until(sub_deadline)) + 0.5, [&](const Report& report) {
+          bool sub_proven = false;
+          Choice c = solve_small(sub.problem, sub_start.choice, sub_start.dag_cost, sub_deadline,
+                                 &sub_proven);
+          std::string message(1, sub_proven ? 1 : 0);
+          for (NodeIndex n : c) put(message, static_cast<uint32_t>(n));
+          report(message);
+        });
+    if (run.received.size() == 1 + sub_classes * sizeof(uint32_t)) {
+      proven = run.received[0] == 1;
+      std::memcpy(solved.data(), run.received.data() + 1, sub_classes * sizeof(uint32_t));
     }
     // Grow the neighbourhood while CBC proves them, shrink it when it cannot.
     size = proven ? std::min(size * 1.2, static_cast<double>(options.max_size))
