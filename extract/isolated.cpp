@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,9 +22,13 @@ pid_t start_child(const Work& work, int* read_fd) {
   if (pipe(fds) != 0) throw Error("isolated run: pipe failed", Error::Kind::Internal);
   std::fflush(stdout);
   std::fflush(stderr);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw Error("isolated run: fork failed", Error::Kind::Internal);
   if (pid == 0) {
+    // Dies with its parent: a killed neighbourhood search must not leave its sub-solve behind.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);  // the parent died before prctl
     close(fds[0]);
     int null_fd = open("/dev/null", O_WRONLY);
     dup2(null_fd, STDOUT_FILENO);

@@ -5,7 +5,8 @@
 // and prints banners to stdout whatever its log level. In a child it can be killed at the
 // deadline, cannot take eqfuse down, and writes nothing to our stdout (`--json` promises
 // exactly one JSON document there). The child reports what it finds as it goes, so whatever
-// it sent before being killed still counts.
+// it sent before being killed still counts. A child dies with the thread that started it, so
+// children of a killed child (neighbourhood search runs each sub-solve in one) go too.
 #include <functional>
 #include <string>
 #include <string_view>
