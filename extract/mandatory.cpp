@@ -5,7 +5,8 @@
 
 namespace eqfuse::extract {
 
-std::vector<MandatoryPair> mandatory_pairs(const ExtractionProblem& p, size_t max_matrix_bytes) {
+std::vector<MandatoryPair> mandatory_pairs(const ExtractionProblem& p,
+                                           const MandatoryOptions& options) {
   const size_t num_classes = p.num_classes();
   std::vector<std::vector<NodeIndex>> parents(num_classes);
   for (NodeIndex n = 0; n < p.num_nodes(); ++n)
@@ -17,7 +18,8 @@ std::vector<MandatoryPair> mandatory_pairs(const ExtractionProblem& p, size_t ma
   std::vector<uint32_t> node_stamp(p.num_nodes(), 0), class_stamp(num_classes, 0);
   std::vector<uint32_t> count_stamp(num_classes, 0), removed_nodes(num_classes, 0);
   std::vector<ClassIndex> stack;
-  for (ClassIndex d = 0; d < num_classes; ++d) {
+  size_t num_pairs = 0;
+  for (ClassIndex d = 0; d < num_classes && num_pairs <= options.max_pairs; ++d) {
     const uint32_t stamp = d + 1;
     class_stamp[d] = stamp;
     stack.assign(1, d);
@@ -41,11 +43,12 @@ std::vector<MandatoryPair> mandatory_pairs(const ExtractionProblem& p, size_t ma
       }
     }
     std::sort(needed_by[d].begin(), needed_by[d].end());
+    num_pairs += needed_by[d].size();
   }
 
   std::vector<MandatoryPair> pairs;
   const size_t words = (num_classes + 63) / 64;
-  if (num_classes * words * sizeof(uint64_t) > max_matrix_bytes) {
+  if (num_classes * words * sizeof(uint64_t) > options.max_matrix_bytes) {
     std::vector<char> is_root(num_classes, 0);
     for (ClassIndex r : p.roots()) is_root[r] = 1;
     for (ClassIndex d = 0; d < num_classes; ++d)

@@ -24,10 +24,18 @@ struct MandatoryPair {
   ClassIndex by;      // c: every term of c contains D
 };
 
+struct MandatoryOptions {
+  // The bit matrix for the transitive reduction; beyond it only the pairs whose `by` is a root
+  // are kept.
+  size_t max_matrix_bytes = size_t{256} << 20;
+  // Pairs found before the reduction. A long chain of e-classes has quadratically many (every
+  // e-class needs all below it); past this the search stops, keeping what it found.
+  size_t max_pairs = size_t{1} << 24;
+};
+
 // The pairs, transitively reduced (a pair implied by two others is left out: D needed by c',
-// c' needed by c) when the problem is small enough for a bit matrix of `max_matrix_bytes`;
-// beyond that only the pairs whose `by` is a root. Sorted by `needed`, then `by`.
+// c' needed by c). Sorted by `needed`, then `by`.
 std::vector<MandatoryPair> mandatory_pairs(const ExtractionProblem& problem,
-                                           size_t max_matrix_bytes = size_t{256} << 20);
+                                           const MandatoryOptions& options = {});
 
 }  // namespace eqfuse::extract

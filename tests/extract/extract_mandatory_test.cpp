@@ -65,15 +65,22 @@ TEST_CASE("an e-class that every alternative leads to is mandatory for the root"
   CHECK(closure(pairs).count({x, b}) == 1);
 }
 
-TEST_CASE("only-roots fallback when the bit matrix does not fit", "[extract]") {
+TEST_CASE("only-roots fallback when the bit matrix does not fit, and the cap on pairs",
+          "[extract]") {
   ExtractionProblem p;
   ClassIndex r = p.add_class(), a = p.add_class(), x = p.add_class();
   p.add_node(r, 0, std::vector<ClassIndex>{a});
   p.add_node(a, 0, std::vector<ClassIndex>{x});
   p.add_node(x, 1, std::vector<ClassIndex>{});
   p.add_root(r);
-  auto pairs = as_set(mandatory_pairs(p, /*max_matrix_bytes=*/0));
+  MandatoryOptions no_matrix;
+  no_matrix.max_matrix_bytes = 0;
+  auto pairs = as_set(mandatory_pairs(p, no_matrix));
   CHECK(pairs == std::set<std::pair<ClassIndex, ClassIndex>>{{a, r}, {x, r}});
+  // Capped: the search stops after the first e-class with pairs (a: needed by r), keeping it.
+  MandatoryOptions capped;
+  capped.max_pairs = 0;
+  CHECK(as_set(mandatory_pairs(p, capped)) == std::set<std::pair<ClassIndex, ClassIndex>>{{a, r}});
 }
 
 TEST_CASE("an e-class kept alive only through a cycle is missed, never wrongly claimed",
