@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <queue>
 #include <random>
 #include <set>
@@ -44,26 +46,31 @@ bool get(std::string_view& in, T* value) {
   return true;
 }
 
-// Splits a child's reports into messages, calling `on(tag, payload)` for each until it returns
-// false; stops at an unknown tag or a truncated message.
-void for_each_report(std::string_view in, const std::function<bool(char, std::string_view)>& on) {
-  while (!in.empty()) {
-    const char tag = in.front();
-    in.remove_prefix(1);
+// Splits a child's reports into messages, calling `on(tag, payload)` for each. Returns the
+// length of the complete messages read (a truncated last one waits for more), or nullopt when
+// `on` returned false or a tag is unknown: the rest of that child's reports is not to be trusted.
+std::optional<size_t> for_each_report(std::string_view in,
+                                      const std::function<bool(char, std::string_view)>& on) {
+  size_t used = 0;
+  while (used < in.size()) {
+    const char tag = in[used];
+    std::string_view rest = in.substr(used + 1);
     size_t length = 0;
     if (tag == kBoundTag) {
       length = sizeof(double);
     } else if (tag == kSolutionTag) {
       uint32_t count;
-      std::string_view head = in;
-      if (!get(head, &count)) return;
+      std::string_view head = rest;
+      if (!get(head, &count)) break;
       length = sizeof count + size_t{count} * sizeof(uint32_t);
     } else if (tag != kProvenTag) {
-      return;
+      return std::nullopt;
     }
-    if (in.size() < length || !on(tag, in.substr(0, length))) return;
-    in.remove_prefix(length);
+    if (rest.size() < length) break;
+    if (!on(tag, rest.substr(0, length))) return std::nullopt;
+    used += 1 + length;
   }
+  return used;
 }
 
 // Rows in compressed form (CoinPackedMatrix::appendRow reallocates on every call).
@@ -647,38 +654,58 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
   bool proven = false;
   Choice incumbent = reduced_warm.choice;
   double incumbent_cost = reduced_warm.dag_cost;
-  auto read = [&](std::string_view in) {
-    for_each_report(in, [&](char tag, std::string_view payload) {
-      if (tag == kBoundTag) {
-        double value = 0;
-        get(payload, &value);
-        bound = std::max(bound.value_or(value), value);
-      } else if (tag == kSolutionTag) {
-        uint32_t count = 0;
-        get(payload, &count);
-        Choice choice(p.num_classes(), kNoNode);
-        for (uint32_t i = 0; i < count; ++i) {
-          uint32_t n = 0;
-          get(payload, &n);
-          if (n >= p.num_nodes()) return proven = false;
-          choice[p.node_class(n)] = n;
-        }
-        Choice expanded = reduced.expand(problem, choice);
-        if (!is_valid_choice(problem, expanded)) {
-          proven = false;
-          return false;
-        }
-        ExtractionResult found = make_result(problem, expanded);
-        if (found.dag_cost <= best.dag_cost) {
-          best = std::move(found);
-          incumbent = std::move(choice);
-          incumbent_cost = dag_cost(p, incumbent);
-        }
-      } else {
-        proven = true;
+  auto on_report = [&](char tag, std::string_view payload) {
+    if (tag == kBoundTag) {
+      double value = 0;
+      get(payload, &value);
+      bound = std::max(bound.value_or(value), value);
+    } else if (tag == kSolutionTag) {
+      uint32_t count = 0;
+      get(payload, &count);
+      Choice choice(p.num_classes(), kNoNode);
+      for (uint32_t i = 0; i < count; ++i) {
+        uint32_t n = 0;
+        get(payload, &n);
+        if (n >= p.num_nodes()) return proven = false;
+        choice[p.node_class(n)] = n;
       }
-      return true;
-    });
+      Choice expanded = reduced.expand(problem, choice);
+      if (!is_valid_choice(problem, expanded)) return proven = false;
+      ExtractionResult found = make_result(problem, expanded);
+      if (found.dag_cost <= best.dag_cost) {
+        best = std::move(found);
+        incumbent = std::move(choice);
+        incumbent_cost = dag_cost(p, incumbent);
+      }
+    } else {
+      proven = true;
+    }
+    return true;
+  };
+  // Reads what the children sent since the last call (each child's reports from where it left
+  // off), and tells `options.progress` when the best cost or the bound moved.
+  constexpr size_t kUntrusted = std::numeric_limits<size_t>::max();
+  std::vector<size_t> read_upto;
+  double told_cost = best.dag_cost, told_bound = bound.value_or(0);
+  auto read = [&](const std::vector<IsolatedRun>& runs) {
+    read_upto.resize(std::max(read_upto.size(), runs.size()), 0);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (read_upto[i] == kUntrusted) continue;
+      auto used =
+          for_each_report(std::string_view(runs[i].received).substr(read_upto[i]), on_report);
+      read_upto[i] = used ? read_upto[i] + *used : kUntrusted;
+    }
+    if (options.progress && (best.dag_cost != told_cost || bound.value_or(0) != told_bound)) {
+      told_cost = best.dag_cost;
+      told_bound = bound.value_or(0);
+      options.progress({elapsed(), best.dag_cost, std::min(told_bound, best.dag_cost)});
+    }
+    return proven;  // a proof ends the search too
+  };
+  auto full = [&](clock::time_point solve_deadline) {
+    return [&, solve_deadline](const Report& report) {
+      lazy_cycle_search(p, &incumbent, &incumbent_cost, solve_deadline, deadline, report);
+    };
   };
   auto search = [&](const Report& report) {
     LnsOptions lns;
@@ -687,28 +714,15 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
                               [&](const Choice& better) { report(solution_message(better)); });
   };
   if (std::thread::hardware_concurrency() >= 2) {
-    auto full = [&](const Report& report) {
-      lazy_cycle_search(p, &incumbent, &incumbent_cost, deadline, deadline, report);
-    };
-    // A proof ends the search too.
-    auto runs = run_isolated(seconds_until(deadline), {full, search},
-                             [](const std::vector<IsolatedRun>& r) {
-                               bool proof = false;
-                               for_each_report(r[0].received, [&](char tag, std::string_view) {
-                                 proof = proof || tag == kProvenTag;
-                                 return true;
-                               });
-                               return proof;
-                             });
-    for (const IsolatedRun& run : runs) read(run.received);
+    read(run_isolated(seconds_until(deadline), {full(deadline), search}, read));
   } else {
     const auto now = clock::now();
     const auto solve_deadline = now + (deadline - now) * 3 / 4;
-    read(run_isolated(std::max(0.5, seconds_until(solve_deadline)), [&](const Report& report) {
-           lazy_cycle_search(p, &incumbent, &incumbent_cost, solve_deadline, deadline, report);
-         }).received);
-    if (!proven && seconds_until(deadline) > 1)
-      read(run_isolated(seconds_until(deadline), search).received);
+    read(run_isolated(std::max(0.5, seconds_until(solve_deadline)), {full(solve_deadline)}, read));
+    if (!proven && seconds_until(deadline) > 1) {
+      read_upto.assign(1, 0);  // the search is a new first child
+      read(run_isolated(seconds_until(deadline), {search}, read));
+    }
   }
   // The child proved the best choice optimal only up to CBC's tolerance; claim it only when
   // the bound agrees.

@@ -29,10 +29,18 @@
 
 namespace eqfuse::extract {
 
+struct IlpProgress {
+  double seconds = 0;    // since the start
+  double best_cost = 0;  // DAG cost of the best choice so far
+  double bound = 0;      // the best proven lower bound so far
+};
+
 struct IlpOptions {
   double time_limit_seconds = 60;
   // A complete, valid choice to start from (e.g. extract_dag's); computed when empty.
   Choice warm_start;
+  // Called whenever the best cost or the bound moves (in the caller's thread).
+  std::function<void(const IlpProgress&)> progress;
 };
 
 ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions& options = {});

@@ -1,5 +1,8 @@
 // `eqfuse extract FILE.json --method greedy|dag|ilp`: picks one term out of a serialized e-graph
 // (egraph-serialize JSON) and reports its DAG and tree cost; `--out` writes the choice.
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -20,6 +23,7 @@ struct ExtractArgs {
   std::string method = "dag";
   double time_limit = 60;
   bool json = false;
+  bool progress = false;
   std::string out;
 };
 
@@ -38,6 +42,11 @@ int run_extract(const ExtractArgs& args) {
     } else if (args.method == "ilp") {
       IlpOptions options;
       options.time_limit_seconds = args.time_limit;
+      if (args.progress || isatty(STDERR_FILENO))
+        options.progress = [](const IlpProgress& p) {
+          std::cerr << fmt::format("eqfuse extract: ilp {:6.1f} s  best {:.6f}  bound {:.6f}\n",
+                                   p.seconds, p.best_cost, p.bound);
+        };
       result = extract_ilp(sp.problem, options);
     } else {
       fail("unknown method '" + args.method + "' (greedy, dag or ilp)");
@@ -83,8 +92,11 @@ RegisterCommand extract_command{
        app.add_option("--method", args->method, "greedy | dag | ilp")
            ->check(CLI::IsMember({"greedy", "dag", "ilp"}));
        app.add_option("--time-limit", args->time_limit, "seconds (ILP; dag stops at <= 1 s)")
-           ->check(CLI::PositiveNumber);
+           ->check(CLI::Range(0.001, 1e6));
        app.add_flag("--json", args->json, "one JSON object on stdout");
+       app.add_flag("--progress", args->progress,
+                    "ILP: a line on stderr when the best cost or the bound moves (the default "
+                    "when stderr is a terminal)");
        app.add_option("--out", args->out, "write the choice {eclass id: node id} here");
        return CommandMain([args] { return run_extract(*args); });
      }}};

@@ -1,12 +1,14 @@
-// `eqfuse info` and `eqfuse run`: exit codes (0 ok, 1 mismatch, 2 bad input or usage,
-// 3 unsupported), text and --json output, on the bundled example models and small models
-// written here. Uses ../shared only where present (structure-only models).
+// `eqfuse info`, `eqfuse run` and `eqfuse extract`: exit codes (0 ok, 1 mismatch, 2 bad input
+// or usage, 3 unsupported), text and --json output, on the bundled example models, small models
+// written here and a small e-graph in data/. Uses ../shared only where present (structure-only
+// models).
 #include <sys/wait.h>
 
 #include <array>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "frontend/test_data.h"
@@ -199,4 +201,53 @@ TEST_CASE("eqfuse info is quick on the structure-only shared models", "[tools][i
     CHECK(!doc["parameters"]["missing_weight_files"].empty());
     CHECK(run_eqfuse("run " + quoted(model)).code == 3);
   }
+}
+
+TEST_CASE("eqfuse extract reports each method's choice as JSON and writes it", "[tools][extract]") {
+  // Tree-greedy takes both 7-cost leaves (14); sharing X costs 12 as a DAG.
+  const fs::path egraph = source_dir() / "tests" / "tools" / "data" / "shared_subterm.json";
+  const fs::path out = fs::temp_directory_path() / ("eqfuse_choice_" + std::to_string(getpid()));
+  for (const char* method : {"greedy", "dag", "ilp"}) {
+    INFO(method);
+    std::string progress = std::string(method) == "ilp" ? " --progress" : "";
+    Result r = run_eqfuse("extract " + quoted(egraph) + " --method " + method + " --json --out " +
+                          quoted(out) + progress);
+    REQUIRE(r.code == 0);
+    nlohmann::json j = parse_json(r.out);  // stdout holds the JSON object and nothing else
+    for (const char* field : {"dag_cost", "tree_cost", "seconds", "optimal", "bound"})
+      CHECK(j.contains(field));
+    std::ifstream in(out);
+    nlohmann::json choice = nlohmann::json::parse(in);
+    if (std::string(method) == "greedy") {
+      CHECK(j["dag_cost"] == 14.0);
+      CHECK(j["bound"].is_null());
+      CHECK(choice["A"] == "a2");
+    } else {
+      CHECK(j["dag_cost"] == 12.0);
+      CHECK(choice == nlohmann::json{{"R", "r"}, {"A", "a1"}, {"B", "b1"}, {"X", "x"}});
+    }
+    if (std::string(method) == "ilp") {
+      CHECK(j["optimal"] == true);
+      CHECK(j["bound"] == 12.0);
+    }
+  }
+  fs::remove(out);
+}
+
+TEST_CASE("eqfuse extract refuses unreadable e-graphs and bad usage with exit 2",
+          "[tools][extract]") {
+  const fs::path dir = fs::temp_directory_path() / ("eqfuse_extract_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "broken.json") << "{\"nodes\": {";
+  std::ofstream(dir / "cyclic.json")
+      << R"({"nodes": {"a": {"op": "f", "children": ["a"], "eclass": "A"}}, "root_eclasses": ["A"]})";
+  const std::string good =
+      quoted(source_dir() / "tests" / "tools" / "data" / "shared_subterm.json");
+  CHECK(run_eqfuse("extract " + quoted(dir / "absent.json")).code == 2);
+  CHECK(run_eqfuse("extract " + quoted(dir / "broken.json")).code == 2);
+  CHECK(run_eqfuse("extract " + quoted(dir / "cyclic.json")).code == 2);  // no finite term
+  CHECK(run_eqfuse("extract " + good + " --method exact").code == 2);
+  CHECK(run_eqfuse("extract " + good + " --time-limit -1").code == 2);
+  CHECK(run_eqfuse("extract").code == 2);
+  fs::remove_all(dir);
 }
