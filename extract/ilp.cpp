@@ -242,7 +242,7 @@ SolveResult solve_relaxation(const ExtractionProblem& p, const Rows& rows,
     names[col] = "x" + std::to_string(col);
     name_pointers[col] = names[col].c_str();
     solver.setColName(col, names[col]);
-    if (col < static_cast<int>(p.num_nodes())) solver.setInteger(col);
+    solver.setInteger(col);
   }
 
   CbcModel model(solver);
@@ -611,8 +611,6 @@ Choice improve_by_neighbourhoods(const ExtractionProblem& p, const Choice& start
   return best.choice;
 }
 
-namespace {}  // namespace
-
 ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions& options) {
   auto start = clock::now();
   const auto deadline = start + std::chrono::duration_cast<clock::duration>(
@@ -650,7 +648,7 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
   // machine has two cores, else the full solve with the first 75% of the time and, unless it
   // proved the optimum, the search with the rest). Each reports bounds and better acyclic
   // choices as it finds them; a truncated last report (the child killed mid-write) is ignored.
-  std::optional<double> bound = path_bound;
+  double bound = path_bound;  // the best proven lower bound
   bool proven = false;
   Choice incumbent = reduced_warm.choice;
   double incumbent_cost = reduced_warm.dag_cost;
@@ -658,7 +656,7 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     if (tag == kBoundTag) {
       double value = 0;
       get(payload, &value);
-      bound = std::max(bound.value_or(value), value);
+      bound = std::max(bound, value);
     } else if (tag == kSolutionTag) {
       uint32_t count = 0;
       get(payload, &count);
@@ -686,7 +684,7 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
   // off), and tells `options.progress` when the best cost or the bound moved.
   constexpr size_t kUntrusted = std::numeric_limits<size_t>::max();
   std::vector<size_t> read_upto;
-  double told_cost = best.dag_cost, told_bound = bound.value_or(0);
+  double told_cost = best.dag_cost, told_bound = bound;
   auto read = [&](const std::vector<IsolatedRun>& runs) {
     read_upto.resize(std::max(read_upto.size(), runs.size()), 0);
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -695,9 +693,9 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
           for_each_report(std::string_view(runs[i].received).substr(read_upto[i]), on_report);
       read_upto[i] = used ? read_upto[i] + *used : kUntrusted;
     }
-    if (options.progress && (best.dag_cost != told_cost || bound.value_or(0) != told_bound)) {
+    if (options.progress && (best.dag_cost != told_cost || bound != told_bound)) {
       told_cost = best.dag_cost;
-      told_bound = bound.value_or(0);
+      told_bound = bound;
       options.progress({elapsed(), best.dag_cost, std::min(told_bound, best.dag_cost)});
     }
     return proven;  // a proof ends the search too
@@ -726,11 +724,8 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
   }
   // The child proved the best choice optimal only up to CBC's tolerance; claim it only when
   // the bound agrees.
-  best.optimal = proven && bound && *bound >= best.dag_cost * (1 - 1e-9) - 1e-12;
-  if (best.optimal)
-    best.bound = best.dag_cost;
-  else if (bound)
-    best.bound = std::min(*bound, best.dag_cost);
+  best.optimal = proven && bound >= best.dag_cost * (1 - 1e-9) - 1e-12;
+  best.bound = best.optimal ? best.dag_cost : std::min(bound, best.dag_cost);
   best.seconds = elapsed();
   return best;
 }

@@ -12,7 +12,6 @@
 // (by induction on the order of removal); classes kept alive only through a cycle are missed,
 // which leaves the rows valid, just fewer.
 #include <cstddef>
-#include <utility>
 #include <vector>
 
 #include "extract/problem.h"
