@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include "rules/attr_codec.h"
 #include "rules/condition.h"
@@ -70,7 +72,15 @@ struct Slot {
 struct Candidate {
   RuleBinding binding;
   std::set<std::string> features;
+  size_t combo = 0;                      // index of its rank combination
+  std::vector<std::string> attr_values;  // encoded, per attribute variable
 };
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ULL;
+  return h;
+}
 
 std::string binding_key(const RuleBinding& b) {
   std::string k;
@@ -129,21 +139,47 @@ class Enumerator {
     for (const std::vector<int64_t>& ranks : rank_combos()) {
       ++combo_index;
       std::vector<std::vector<ir::AttrValue>> tuples = attr_tuples(ranks);
-      bool any = false;
+      std::vector<Point> generals;
       auto explore = [&](Point seed) {
-        any = true;
-        std::vector<Point> points = variants(generalize(std::move(seed)));
-        for (size_t i = 0; i < points.size(); ++i) add(candidates, seen, points[i], ranks, i == 0);
+        std::vector<Point> points =
+            variants(generalize(std::move(seed), choice_.dims, choice_.max_numel));
+        generals.push_back(points[0]);
+        for (size_t i = 0; i < points.size(); ++i)
+          add(candidates, seen, points[i], ranks, combo_index, i == 0);
       };
+      std::vector<const std::vector<ir::AttrValue>*> unseeded;
+      std::vector<std::set<std::string>> seeded_values(rule_.attr_vars.size());
       for (const auto& tuple : tuples) {
-        if (auto s = structured_seed(ranks, tuple)) explore(std::move(*s));
+        if (auto s = structured_seed(ranks, tuple)) {
+          explore(std::move(*s));
+          for (size_t i = 0; i < tuple.size(); ++i) seeded_values[i].insert(encode_attr(tuple[i]));
+        } else {
+          unseeded.push_back(&tuple);
+        }
         if (exhausted_) break;
       }
-      if (!any && !exhausted_) {
-        if (auto s = random_seed(ranks, tuples, combo_index)) explore(std::move(*s));
+      if (generals.empty() && !exhausted_) {
+        if (auto s = random_seed(ranks, tuples, combo_index, 256)) explore(std::move(*s));
+      }
+      // Two attribute variables may only be valid together at sizes no structured seed has
+      // (Concat along two axes needs one dim to be the sum of two): a random search for each
+      // combination of values that are each valid on their own.
+      if (rule_.attr_vars.size() >= 2 && !exhausted_) {
+        for (const auto* tuple : unseeded) {
+          bool each_valid = true;
+          for (size_t i = 0; i < tuple->size() && each_valid; ++i)
+            each_valid = seeded_values[i].count(encode_attr((*tuple)[i])) > 0;
+          if (!each_valid) continue;
+          if (auto s = random_seed(ranks, {*tuple}, combo_index, 128)) explore(std::move(*s));
+          if (exhausted_) break;
+        }
       }
       if (exhausted_) break;
+      if (generals.empty()) continue;
+      separate_pairs(candidates, seen, ranks, combo_index, generals, out.coverage.unseparated);
+      witness_points(generals, combo_index, out.witness);
     }
+    add_attr_pair_features(candidates);
     select(candidates, out);
     return out;
   }
@@ -279,12 +315,27 @@ class Enumerator {
     return b;
   }
 
+  // Each phase has its own budget of validity checks, so that separating pairs and finding the
+  // witness's bindings never cut the enumeration itself short.
+  enum class Phase { Enumerate, Separate, Witness };
+
   bool valid(const Point& p) {
-    if (checks_ >= choice_.max_tries) {
-      exhausted_ = true;
-      return false;
+    if (phase_ == Phase::Enumerate) {
+      if (checks_ >= choice_.max_tries) {
+        exhausted_ = true;
+        return false;
+      }
+      ++checks_;
+    } else if (phase_ == Phase::Separate) {
+      if (separation_checks_ >= choice_.separation_tries) {
+        separation_exhausted_ = true;
+        return false;
+      }
+      ++separation_checks_;
+    } else {
+      if (witness_checks_ >= kWitnessTries) return false;
+      ++witness_checks_;
     }
-    ++checks_;
     RuleBinding b = build(p);
     BindingView view(b);
     for (const Sexpr& t : rule_.lhs)
@@ -323,12 +374,12 @@ class Enumerator {
 
   std::optional<Point> random_seed(const std::vector<int64_t>& ranks,
                                    const std::vector<std::vector<ir::AttrValue>>& tuples,
-                                   size_t combo) {
-    std::mt19937_64 rng(choice_.seed ^ (std::hash<std::string>()(rule_.name) + combo * 7919));
+                                   size_t combo, int attempts) {
+    std::mt19937_64 rng(choice_.seed * 0x9e3779b97f4a7c15ULL + combo * 7919);  // never the name
     std::vector<int64_t> palette = {1};
     for (int64_t s : choice_.dims) palette.push_back(s);
     auto pick = [&](size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); };
-    for (int attempt = 0; attempt < 256 && !exhausted_; ++attempt) {
+    for (int attempt = 0; attempt < attempts && !exhausted_; ++attempt) {
       const auto& attrs = tuples[pick(tuples.size())];
       Point p = shaped(ranks, attrs,
                        [&](size_t, size_t, size_t) { return palette[pick(palette.size())]; });
@@ -346,7 +397,7 @@ class Enumerator {
 
   // Gives dims that need not equal others (or 1) sizes of their own, so that a rule confusing
   // two dims meets them at different sizes.
-  Point generalize(Point p) {
+  Point generalize(Point p, const std::vector<int64_t>& sizes, size_t max_numel) {
     std::vector<Slot> all = slots(p);
     auto at = [](Point& q, Slot s) -> int64_t& { return q.dims[s.group][s.index]; };
     auto class_of = [&](Point& q, int64_t v) {
@@ -359,7 +410,7 @@ class Enumerator {
     // are probed per pair of input elements.
     auto too_large = [&](const Point& q) {
       for (const auto& d : q.dims)
-        if (ir::product(d) > static_cast<int64_t>(choice_.max_numel)) return true;
+        if (ir::product(d) > static_cast<int64_t>(max_numel)) return true;
       return false;
     };
     // Pairs of dims of equal size: a move must lower it (split a class, not merge two).
@@ -376,9 +427,9 @@ class Enumerator {
       std::set<int64_t> used;
       for (Slot s : all) used.insert(at(p, s));
       std::vector<int64_t> order;
-      for (int64_t v : choice_.dims)
+      for (int64_t v : sizes)
         if (!used.count(v)) order.push_back(v);
-      for (int64_t v : choice_.dims)
+      for (int64_t v : sizes)
         if (used.count(v) && v != current) order.push_back(v);
       for (int64_t v : order) {
         Point q = p;
@@ -450,14 +501,256 @@ class Enumerator {
     return out;
   }
 
+  // ---- pairs ----
+
+  static int64_t& at(Point& q, Slot s) { return q.dims[s.group][s.index]; }
+  static int64_t at(const Point& q, Slot s) { return q.dims[s.group][s.index]; }
+
+  // Two dims are told apart by a binding that gives them different sizes, both > 1 (a 1 is a
+  // broadcast, where many confusions are harmless).
+  static bool separated(const Point& p, Slot a, Slot b) {
+    int64_t x = at(p, a), y = at(p, b);
+    return x != y && x > 1 && y > 1;
+  }
+
+  std::string slot_name(Slot s) const {
+    return fmt::format("?{} dim {}", groups_[s.group][0], s.index);
+  }
+
+  std::string pair_feature(Slot a, Slot b, const std::string& combo) const {
+    return fmt::format("dims {} and {} at ranks {}", slot_name(a), slot_name(b), combo);
+  }
+
+  bool within(const Point& q, size_t cap) const {
+    for (const auto& d : q.dims)
+      if (ir::product(d) > static_cast<int64_t>(cap)) return false;
+    return true;
+  }
+
+  // Moves dim `x` (alone, with one or two dims of its size, or with all of them; never `y`) to
+  // a size > 1 other than y's, within `cap` elements per tensor; the first valid point.
+  std::optional<Point> move_apart(const Point& p, const std::vector<Slot>& all, size_t x, size_t y,
+                                  size_t cap) {
+    std::vector<size_t> same;
+    for (size_t i = 0; i < all.size(); ++i)
+      if (i != x && i != y && at(p, all[i]) == at(p, all[x])) same.push_back(i);
+    std::vector<std::vector<size_t>> sets = {{x}};
+    for (size_t i : same) sets.push_back({x, i});
+    for (size_t i = 0; i < same.size() && sets.size() < 48; ++i)
+      for (size_t j = i + 1; j < same.size() && sets.size() < 48; ++j)
+        sets.push_back({x, same[i], same[j]});
+    if (same.size() > 2) {
+      sets.push_back(same);
+      sets.back().push_back(x);
+    }
+    for (const auto& set : sets)
+      for (int64_t v : {2, 3, 4, 5}) {
+        if (v == at(p, all[y]) || v == at(p, all[x])) continue;
+        Point q = p;
+        for (size_t i : set) at(q, all[i]) = v;
+        if (within(q, cap) && valid(q)) return q;
+      }
+    return std::nullopt;
+  }
+
+  std::optional<Point> separate(const Point& p, const std::vector<Slot>& all, size_t a, size_t b,
+                                size_t cap) {
+    for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}}) {
+      auto q = move_apart(p, all, x, y, cap);
+      if (!q) continue;
+      if (separated(*q, all[a], all[b])) return q;
+      if (auto r = move_apart(*q, all, y, x, cap)) {  // y was 1: lift it too
+        if (separated(*r, all[a], all[b])) return r;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // The point with every other dim set to 1 where the rule allows it (dims of one size together
+  // when one alone cannot move), so that two dims can take new sizes within the element cap.
+  Point shrunk(Point p, const std::vector<Slot>& all, size_t a, size_t b) {
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i == a || i == b || at(p, all[i]) == 1) continue;
+      Point q = p;
+      at(q, all[i]) = 1;
+      if (valid(q)) {
+        p = std::move(q);
+        continue;
+      }
+      int64_t v = at(p, all[i]);
+      for (size_t j = 0; j < all.size(); ++j)
+        if (j != a && j != b && at(q, all[j]) == v) at(q, all[j]) = 1;
+      if (valid(q)) p = std::move(q);
+    }
+    return p;
+  }
+
+  // Every pair of dims of this rank combination that no candidate separates: a targeted search
+  // (from the general points and a shrunk one, up to 4x the element cap) adds a candidate that
+  // does; a pair separable only beyond that is reported; one that cannot be separated even then
+  // is taken as forced equal by the rule.
+  void separate_pairs(std::vector<Candidate>& candidates, std::set<std::string>& seen,
+                      const std::vector<int64_t>& ranks, size_t combo_index,
+                      const std::vector<Point>& generals, std::vector<std::string>& unseparated) {
+    std::vector<Slot> all = slots(generals[0]);
+    size_t n = all.size();
+    if (n < 2) return;
+    std::string combo = ranks_key(ranks);
+    std::vector<std::vector<bool>> done(n, std::vector<bool>(n, false));
+    auto mark = [&](const Point& p) {
+      for (size_t a = 0; a < n; ++a)
+        for (size_t b = a + 1; b < n; ++b)
+          if (separated(p, all[a], all[b])) done[a][b] = true;
+    };
+    for (const Point& g : generals) mark(g);
+    for (const Candidate& c : candidates) {
+      if (c.combo != combo_index) continue;
+      for (size_t a = 0; a < n; ++a)
+        for (size_t b = a + 1; b < n; ++b)
+          if (!done[a][b] && c.features.count(pair_feature(all[a], all[b], combo)))
+            done[a][b] = true;
+    }
+    // Dims forced equal are one class: once one pair of two classes is decided, so are the rest.
+    std::vector<size_t> cls(n);
+    std::iota(cls.begin(), cls.end(), 0);
+    std::function<size_t(size_t)> find = [&](size_t i) {
+      return cls[i] == i ? i : cls[i] = find(cls[i]);
+    };
+    std::set<std::pair<size_t, size_t>> decided;
+    phase_ = Phase::Separate;
+    const size_t cap = 4 * choice_.max_numel, wide = 64 * choice_.max_numel;
+    std::vector<const Point*> bases;
+    for (size_t i = 0; i < generals.size() && bases.size() < 2; ++i) bases.push_back(&generals[i]);
+    for (size_t a = 0; a < n; ++a) {
+      for (size_t b = a + 1; b < n; ++b) {
+        if (done[a][b]) continue;
+        std::pair<size_t, size_t> key = std::minmax(find(a), find(b));
+        if (key.first == key.second || decided.count(key)) continue;
+        std::optional<Point> q;
+        for (const Point* base : bases)
+          if ((q = separate(*base, all, a, b, cap))) break;
+        if (!q) {
+          Point small = shrunk(*bases[0], all, a, b);
+          q = separate(small, all, a, b, cap);
+        }
+        if (q) {
+          mark(*q);
+          add(candidates, seen, *q, ranks, combo_index, false);
+          continue;
+        }
+        if (separation_exhausted_) {
+          unseparated.push_back(
+              fmt::format("{} and {} at ranks {} (the separation search budget of {} checks was "
+                          "spent)",
+                          slot_name(all[a]), slot_name(all[b]), combo, choice_.separation_tries));
+          continue;
+        }
+        decided.insert(key);
+        if (separate(*bases[0], all, a, b, wide)) {
+          unseparated.push_back(
+              fmt::format("{} and {} at ranks {} (only with tensors over {} elements)",
+                          slot_name(all[a]), slot_name(all[b]), combo, cap));
+        } else {
+          cls[find(b)] = find(a);  // forced equal (or to 1) by the rule
+        }
+      }
+    }
+    phase_ = Phase::Enumerate;
+  }
+
+  // The witness's bindings for this rank combination: a few general points with their sizes
+  // mapped at random (a fixed seed) onto larger distinct ones, then generalized further.
+  void witness_points(const std::vector<Point>& generals, size_t combo_index,
+                      std::vector<RuleBinding>& out) {
+    phase_ = Phase::Witness;
+    std::mt19937_64 rng(choice_.seed * 0xbf58476d1ce4e5b9ULL + combo_index);
+    std::vector<int64_t> palette = {2, 3, 4, 5, 6, 7};
+    size_t count = std::min(choice_.witness_per_combo, generals.size());
+    for (size_t k = 0; k < count; ++k) {
+      const Point& g = generals[count == 1 ? 0 : k * (generals.size() - 1) / (count - 1)];
+      std::set<int64_t> sizes;
+      for (const auto& d : g.dims)
+        for (int64_t v : d)
+          if (v > 1) sizes.insert(v);
+      std::optional<Point> found;
+      for (int attempt = 0; attempt < 6 && !found; ++attempt) {
+        std::shuffle(palette.begin(), palette.end(), rng);
+        std::map<int64_t, int64_t> to;
+        size_t i = 0;
+        for (int64_t v : sizes) to[v] = palette[i++ % palette.size()];
+        Point q = g;
+        for (auto& d : q.dims)
+          for (int64_t& v : d)
+            if (v > 1) v = to[v];
+        if (within(q, choice_.witness_numel) && valid(q)) found = std::move(q);
+      }
+      Point w = generalize(found ? std::move(*found) : g, palette, choice_.witness_numel);
+      out.push_back(build(w));
+    }
+    // Sizes a rule needs to be multiples (DepthToSpace's channels of 4) stay multiples when a
+    // size class is doubled or tripled: a channel count of 8 tells DCR from CRD, 4 does not.
+    const Point& g = generals[0];
+    std::set<int64_t> sizes;
+    for (const auto& d : g.dims)
+      for (int64_t v : d)
+        if (v > 1) sizes.insert(v);
+    for (int64_t v : sizes)
+      for (int64_t factor : {2, 3}) {
+        Point q = g;
+        for (auto& d : q.dims)
+          for (int64_t& x : d)
+            if (x == v) x *= factor;
+        if (within(q, choice_.witness_numel) && valid(q)) {
+          out.push_back(build(q));
+          break;
+        }
+      }
+    phase_ = Phase::Enumerate;
+  }
+
+  // Pair features of attribute variables: every value pair per rank combination when there are
+  // at most `all_pairs` valid ones, else a deterministic subset (by a hash of the values, never
+  // the name); and, for every two, a binding where they differ.
+  void add_attr_pair_features(std::vector<Candidate>& candidates) const {
+    size_t n = rule_.attr_vars.size();
+    if (n < 2) return;
+    std::map<std::tuple<size_t, size_t, size_t>, std::set<std::pair<std::string, std::string>>>
+        pairs;
+    for (const Candidate& c : candidates)
+      for (size_t i = 0; i < n; ++i)
+        for (size_t j = i + 1; j < n; ++j)
+          pairs[{c.combo, i, j}].insert({c.attr_values[i], c.attr_values[j]});
+    for (Candidate& c : candidates) {
+      for (size_t i = 0; i < n; ++i) {
+        for (size_t j = i + 1; j < n; ++j) {
+          const std::string &vi = c.attr_values[i], &vj = c.attr_values[j];
+          const std::string &a = rule_.attr_vars[i].name, &b = rule_.attr_vars[j].name;
+          size_t total = pairs.at({c.combo, i, j}).size();
+          size_t stride = (total + choice_.all_pairs - 1) / choice_.all_pairs;
+          if (stride <= 1 || fnv1a(vi + "|" + vj) % stride == 0)
+            c.features.insert(fmt::format("attrs ?{} = {} with ?{} = {} in combination {}", a, vi,
+                                          b, vj, c.combo));
+          if (vi != vj)
+            c.features.insert(
+                fmt::format("attrs ?{} and ?{} differing in combination {}", a, b, c.combo));
+        }
+      }
+    }
+  }
+
   // ---- candidates and their selection ----
 
   void add(std::vector<Candidate>& candidates, std::set<std::string>& seen, const Point& p,
-           const std::vector<int64_t>& ranks, bool general) {
+           const std::vector<int64_t>& ranks, size_t combo_index, bool general) {
     Candidate c;
     c.binding = build(p);
     if (!seen.insert(binding_key(c.binding)).second) return;
+    c.combo = combo_index;
     std::string combo = ranks_key(ranks);
+    std::vector<Slot> all = slots(p);
+    for (size_t a = 0; a < all.size(); ++a)
+      for (size_t b = a + 1; b < all.size(); ++b)
+        if (separated(p, all[a], all[b])) c.features.insert(pair_feature(all[a], all[b], combo));
     c.features.insert("combo " + combo);
     if (general) c.features.insert("general " + combo);
     for (size_t g = 0; g < groups_.size(); ++g) {
@@ -481,9 +774,11 @@ class Enumerator {
       }
       if (all_one) c.features.insert("all-ones ?" + v);
     }
-    for (size_t i = 0; i < rule_.attr_vars.size(); ++i)
+    for (size_t i = 0; i < rule_.attr_vars.size(); ++i) {
+      c.attr_values.push_back(encode_attr(p.attrs[i]));
       c.features.insert(
-          fmt::format("attr ?{} {} {}", rule_.attr_vars[i].name, encode_attr(p.attrs[i]), combo));
+          fmt::format("attr ?{} {} {}", rule_.attr_vars[i].name, c.attr_values.back(), combo));
+    }
     candidates.push_back(std::move(c));
   }
 
@@ -505,6 +800,16 @@ class Enumerator {
       taken[best] = true;
       covered.insert(candidates[best].features.begin(), candidates[best].features.end());
       out.bindings.push_back(candidates[best].binding);
+    }
+    for (const std::string& f : wanted) {
+      bool dims = f.rfind("dims ", 0) == 0, attrs = f.rfind("attrs ", 0) == 0;
+      if (!dims && !attrs) continue;
+      if (covered.count(f)) {
+        (dims ? cov.dim_pairs : cov.attr_pairs) += 1;
+      } else {
+        cov.unseparated.push_back(f.substr(dims ? 5 : 6) + " (not covered within the cap of " +
+                                  std::to_string(choice_.wanted) + " bindings)");
+      }
     }
     cov.candidates = candidates.size();
     cov.features = wanted.size();
@@ -533,6 +838,11 @@ class Enumerator {
   std::vector<std::vector<int64_t>> rank_options_;
   size_t checks_ = 0;
   bool exhausted_ = false;
+  static constexpr size_t kWitnessTries = 2000;
+  Phase phase_ = Phase::Enumerate;
+  size_t separation_checks_ = 0;
+  bool separation_exhausted_ = false;
+  size_t witness_checks_ = 0;
 };
 
 std::string set_str(const std::set<int64_t>& s) {
@@ -563,6 +873,9 @@ std::string BindingCoverage::str() const {
     }
   }
   out += fmt::format("; {} bindings of {} candidates", bindings, candidates);
+  if (dim_pairs || attr_pairs)
+    out += fmt::format("; pairs separated: {} dims, {} attrs", dim_pairs, attr_pairs);
+  if (!unseparated.empty()) out += fmt::format("; {} pairs NOT separated", unseparated.size());
   if (uncovered)
     out += fmt::format(" (cap {}: {} of {} features uncovered)", cap, uncovered, features);
   if (exhausted) out += fmt::format(" (check budget of {} spent)", checks);
@@ -575,117 +888,6 @@ Enumeration enumerate_bindings(const Rule& rule, const ShapeChoice& choice) {
 
 std::vector<RuleBinding> representative_bindings(const Rule& rule, const ShapeChoice& choice) {
   return enumerate_bindings(rule, choice).bindings;
-}
-
-namespace {
-
-// A random binding generator within the facts of the conditions.
-class Sampler {
- public:
-  Sampler(const Rule& rule, const ShapeChoice& choice)
-      : rule_(rule), choice_(choice), rng_(choice.seed ^ std::hash<std::string>()(rule.name)) {
-    for (const Condition& c : rule.conditions) scan(c.form, facts_);
-  }
-
-  int64_t pick(const std::vector<int64_t>& from) {
-    return from[std::uniform_int_distribution<size_t>(0, from.size() - 1)(rng_)];
-  }
-  bool coin(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
-
-  RuleBinding candidate() {
-    RuleBinding b;
-    std::vector<int64_t> base(static_cast<size_t>(choice_.max_rank));
-    for (int64_t& d : base) d = pick(choice_.dims);
-    std::map<std::string, std::vector<int64_t>> dims_of;
-    int64_t shared_rank = pick({1, 2, 3, 4});
-    for (const std::string& v : rule_.class_vars) {
-      std::string r = root(facts_, v);
-      if (r != v && dims_of.count(r)) {
-        dims_of[v] = dims_of[r];
-      } else {
-        int64_t rank = facts_.rank.count(v)   ? facts_.rank[v]
-                       : facts_.rank.count(r) ? facts_.rank[r]
-                       : coin(0.5)            ? shared_rank
-                                              : pick({0, 1, 2, 3, 4});
-        rank = std::min<int64_t>(rank, choice_.max_rank);
-        if (facts_.constant[v] == "scalar") rank = 0;
-        std::vector<int64_t> dims;
-        for (int64_t i = 0; i < rank; ++i) {
-          int64_t d = base[static_cast<size_t>(choice_.max_rank - rank + i)];
-          if (coin(0.25)) d = pick(choice_.dims);
-          dims.push_back(d);
-        }
-        dims_of[v] = dims;
-        dims_of[r] = dims;
-      }
-      ir::DType dtype = facts_.dtype.count(v) ? facts_.dtype[v] : ir::DType::f32;
-      const std::string& c = facts_.constant[v];
-      if (!c.empty()) {
-        ir::Tensor t(dtype, dims_of[v]);
-        for (int64_t i = 0; i < t.numel(); ++i)
-          t.set(i, c == "zero"    ? 0
-                   : c == "one"   ? 1
-                   : c == "value" ? facts_.value[v]
-                                  : static_cast<double>(pick({1, 2, 3, -1, -2})));
-        b.values[v] = std::move(t);
-      } else {
-        b.types[v] = {dtype, ir::Shape::from_dims(dims_of[v])};
-      }
-    }
-    size_t first_rank = rule_.class_vars.empty() ? 2 : dims_of[rule_.class_vars[0]].size();
-    for (const AttrVar& a : rule_.attr_vars) {
-      switch (a.kind) {
-        case ir::AttrKind::Int:
-          b.attrs[a.name] = ir::AttrValue(pick({-1, 0, 1, 2, 3}));
-          break;
-        case ir::AttrKind::Float:
-          b.attrs[a.name] = ir::AttrValue(static_cast<double>(pick({1, 2, 3})) / 2);
-          break;
-        case ir::AttrKind::Ints: {
-          std::vector<int64_t> list(first_rank);
-          std::iota(list.begin(), list.end(), 0);
-          std::shuffle(list.begin(), list.end(), rng_);
-          if (coin(0.3)) list = {pick({-1, 0, 1})};
-          b.attrs[a.name] = ir::AttrValue(std::move(list));
-          break;
-        }
-        case ir::AttrKind::Floats:
-          b.attrs[a.name] = ir::AttrValue(std::vector<double>(first_rank, 1.0));
-          break;
-        default:
-          b.attrs[a.name] = ir::AttrValue(std::string());
-      }
-    }
-    return b;
-  }
-
-  bool acceptable(const RuleBinding& b) const {
-    BindingView view(b);
-    for (const Sexpr& t : rule_.lhs)
-      if (!term_types(t, view)) return false;
-    return holds_all(rule_.conditions, view);
-  }
-
- private:
-  const Rule& rule_;
-  const ShapeChoice& choice_;
-  std::mt19937_64 rng_;
-  Facts facts_;
-};
-
-}  // namespace
-
-std::vector<RuleBinding> sampled_bindings(const Rule& rule, const ShapeChoice& choice) {
-  Sampler sampler(rule, choice);
-  std::vector<RuleBinding> out;
-  std::set<std::string> seen;
-  for (size_t attempt = 0; attempt < choice.max_tries && out.size() < choice.wanted; ++attempt) {
-    RuleBinding b = sampler.candidate();
-    if (!sampler.acceptable(b)) continue;
-    if (!seen.insert(binding_key(b)).second) continue;
-    out.push_back(std::move(b));
-  }
-  return out;
 }
 
 }  // namespace eqfuse::rules

@@ -23,12 +23,27 @@
 //    a valid seed and giving each dim (then each pair and triple of dims) a new size while the
 //    rule still type-checks; then its size-1 variants: each dim alone set to 1 (broadcasting
 //    against a larger dim), each class of equal dims set to 1, each variable all ones;
+//  - pairs: a bounded proof can hide a confusion of two things that happen to be equal in every
+//    binding tried, so coverage is per pair, not per variable. For every two dims that the
+//    conditions and shape inference do not force equal, some binding gives them two different
+//    sizes > 1 (when none of the general bindings does, a targeted search moves one of them,
+//    from the general binding or from a shrunk one with other dims at 1, up to 4x the element
+//    cap); for every two attribute variables, every combination of their values when there are
+//    at most `all_pairs` valid ones (all 36 of two rank-3 perms), else a deterministic covering
+//    subset, and always a binding where they differ. A pair that can be separated only beyond
+//    those bounds, or that the cap leaves uncovered, is listed in `BindingCoverage::unseparated`
+//    (the prover then cannot call the rule proved);
 //  - selection: every binding found is a candidate labelled with the features it covers (each
 //    variable at each rank, each attribute value at each rank combination, the general binding
 //    of each rank combination, each variable's dim at each position (from the right) being 1,
-//    and broadcast against a larger dim); candidates are chosen greedily until every feature is
-//    covered, up to `wanted` bindings (the cap is reported when it cuts coverage short).
-// Everything is deterministic: the same rule gives the same bindings.
+//    broadcast against a larger dim, and the pairs above); candidates are chosen greedily until
+//    every feature is covered, up to `wanted` bindings (the cap is reported when it cuts
+//    coverage short);
+//  - the numeric witness gets its own bindings (`Enumeration::witness`): per rank combination, a
+//    few general bindings with their sizes remapped at random (a fixed seed, never the rule's
+//    name) to larger distinct sizes, every tensor up to `witness_numel` elements.
+// Everything is deterministic, and independent of the rule's name: the same rule gives the same
+// bindings under any name.
 #include <cstdint>
 #include <map>
 #include <set>
@@ -40,7 +55,7 @@
 namespace eqfuse::rules {
 
 // Bump when the enumeration changes which bindings it picks: cached proofs name their bindings.
-inline constexpr int kEnumerationVersion = 1;
+inline constexpr int kEnumerationVersion = 2;
 
 struct ShapeChoice {
   int max_rank = 4;
@@ -49,7 +64,11 @@ struct ShapeChoice {
   size_t max_tries = 40000;               // validity checks per rule at most
   size_t max_rank_combos = 25;            // full product of free ranks up to this many
   size_t max_numel = 48;  // generalization gives new sizes only while tensors stay this small
-  uint64_t seed = 1;      // only for the random fallback seeds
+  size_t all_pairs = 64;  // every value pair of two attribute variables up to this many
+  size_t separation_tries = 20000;  // validity checks for separating pairs of dims at most
+  size_t witness_per_combo = 3;     // witness bindings per rank combination
+  size_t witness_numel = 4096;      // their tensors' element cap
+  uint64_t seed = 1;                // random fallback seeds and the witness's sizes
 };
 
 // What an enumeration covered: the bounds a proof at these bindings states.
@@ -62,14 +81,21 @@ struct BindingCoverage {
   size_t features = 0;                                 // coverage features found
   size_t uncovered = 0;                                // features the cap left uncovered
   size_t cap = 0;
-  size_t checks = 0;        // validity checks spent
-  bool exhausted = false;   // max_tries ran out before the enumeration finished
+  size_t checks = 0;       // validity checks spent
+  bool exhausted = false;  // max_tries ran out before the enumeration finished
+  size_t dim_pairs = 0;    // pairs of dims separated (different sizes > 1) by some binding
+  size_t attr_pairs = 0;   // attribute value pairs (and differing pairs) covered
+  // Pairs a proof at these bindings does not separate although the rule allows it: e.g.
+  // "?w10 dim 0 and ?w11 dim 0 at ranks (4,4,4,4)" (only beyond the element cap), or
+  // "?p and ?q at (3): values (1 2 0) and (1 0 2) not tried together" (the cap).
+  std::vector<std::string> unseparated;
   std::string str() const;  // "ranks ?a 0-4, ?b 0-4; dims 1,2,3,4; ?p 34 values; 40 bindings ..."
 };
 
 struct Enumeration {
   std::vector<RuleBinding> bindings;
   BindingCoverage coverage;
+  std::vector<RuleBinding> witness;  // for the numeric witness, beside `bindings`
 };
 
 // The systematic enumeration described above.
@@ -77,9 +103,5 @@ Enumeration enumerate_bindings(const Rule& rule, const ShapeChoice& choice = {})
 
 // The first `choice.wanted` bindings of enumerate_bindings (the most covering first).
 std::vector<RuleBinding> representative_bindings(const Rule& rule, const ShapeChoice& choice = {});
-
-// Random bindings within the conditions (fixed seed), for the numeric witness, which is meant to
-// look beyond the systematic bounds: `choice.dims` are the sizes drawn (1 included if listed).
-std::vector<RuleBinding> sampled_bindings(const Rule& rule, const ShapeChoice& choice);
 
 }  // namespace eqfuse::rules

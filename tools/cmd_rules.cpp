@@ -1,8 +1,8 @@
-// `eqfuse rules check FILE... [--json] [--jobs N] [--no-cache]`: proves every rule of the files
-// (rules/prove/) and prints verdict, time and bounds (ranks, dim sizes, attribute values tried)
-// per rule. Exit 0 when every rule is proved,
-// 1 when one is refuted, unknown or invalid, 2 when a file cannot be read or parsed (with --json,
-// stdout then holds {"error": ...}).
+// `eqfuse rules check FILE... [--json] [--jobs N] [--no-cache] [--query-time S] [--rule-time S]
+// [--time-limit S]`: proves every rule of the files (rules/prove/) and prints verdict, time and
+// bounds (ranks, dim sizes, attribute values tried, pairs separated) per rule. Exit 0 when every
+// rule is proved, 1 when one is refuted, unknown, invalid or unseparated, 2 when a file cannot be
+// read or parsed (with --json, stdout then holds {"error": ...}).
 // `eqfuse rules show NAME [--rules FILE...]`: the rule, the shapes it is proved at and its
 // proof status (the library, rules/library/*.rules, when no file is given).
 #include <fmt/format.h>
@@ -32,6 +32,7 @@ struct RulesArgs {
   unsigned jobs = 0;
   bool no_cache = false;
   std::string name;
+  ProveOptions options;
 };
 
 // The library's files: rules/library/*.rules found from the working directory or from the
@@ -95,7 +96,7 @@ std::vector<RuleProof> prove_all(const RuleSet& set, const RulesArgs& args) {
   for (const Rule& r : set.rules) rules.push_back(&r);
   std::unique_ptr<ProofCache> cache;
   if (!args.no_cache) cache = std::make_unique<ProofCache>();
-  return prove_rules(rules, ProveOptions{}, args.jobs, cache.get());
+  return prove_rules(rules, args.options, args.jobs, cache.get());
 }
 
 int run_check(const RulesArgs& args) {
@@ -168,11 +169,34 @@ RegisterCommand rules_command{
        check->add_flag("--json", args->json, "stdout: a JSON array, one object per rule");
        check->add_option("--jobs,-j", args->jobs, "worker threads (default: all cores)");
        check->add_flag("--no-cache", args->no_cache, "ignore and do not update the proof cache");
+       auto limits = [&](CLI::App* sub) {
+         sub->add_option_function<double>(
+                "--query-time",
+                [args](double s) { args->options.timeout_ms = static_cast<unsigned>(s * 1000); },
+                "wall-clock limit per Z3 query, simplifier included, in seconds (default 5)")
+             ->check(CLI::Range(0.0, 3600.0));
+         sub->add_option("--rule-time", args->options.rule_seconds,
+                         "wall-clock limit per rule in seconds (default 60)")
+             ->check(CLI::Range(0.0, 86400.0));
+         sub->add_option("--time-limit", args->options.file_seconds,
+                         "wall-clock limit for all the rules in seconds (default 1800)")
+             ->check(CLI::Range(0.0, 864000.0));
+       };
+       limits(check);
+       check->footer(
+           "Limits: each Z3 query (the polynomial simplifier and the solver) ends within "
+           "--query-time, each rule within --rule-time, all rules within --time-limit. A rule "
+           "that reaches a limit is 'unknown: time limit' with what was proved so far, and the "
+           "other rules go on. Verdicts: proved; refuted (with a counterexample that replays in "
+           "the interpreter); invalid (the right side type-checks nowhere); unseparated (proved "
+           "at bounds that do not separate two dims or attribute values the rule may confuse: "
+           "not a proof); unknown.");
        CLI::App* show = app.add_subcommand("show", "A rule, its proof shapes and status");
        show->add_option("name", args->name, "rule name")->required();
        show->add_option("--rules", args->files, "rule files (default: the library)");
        show->add_flag("--json", args->json, "stdout: one JSON object");
        show->add_flag("--no-cache", args->no_cache, "ignore and do not update the proof cache");
+       limits(show);
        return CommandMain(
            [args, check] { return check->parsed() ? run_check(*args) : run_show(*args); });
      }}};

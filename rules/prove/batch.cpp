@@ -1,6 +1,9 @@
 #include "rules/prove/batch.h"
 
+#include <fmt/format.h>
+
 #include <atomic>
+#include <chrono>
 #include <thread>
 
 namespace eqfuse::rules::prove {
@@ -10,6 +13,9 @@ std::vector<RuleProof> prove_rules(const std::vector<const Rule*>& rules,
                                    const ProofCache* cache) {
   std::vector<RuleProof> results(rules.size());
   std::atomic<size_t> next{0};
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(options.file_seconds));
   auto work = [&] {
     for (size_t i = next++; i < rules.size(); i = next++) {
       const Rule& rule = *rules[i];
@@ -19,7 +25,16 @@ std::vector<RuleProof> prove_rules(const std::vector<const Rule*>& rules,
           continue;
         }
       }
-      results[i] = prove_rule(rule, options);
+      if (Clock::now() >= deadline) {  // the rest of the files still get a verdict each
+        results[i].name = rule.name;
+        results[i].verdict = Verdict::Unknown;
+        results[i].timed_out = true;
+        results[i].reason =
+            fmt::format("time limit: the limit of {} s for all rules was reached before this one",
+                        options.file_seconds);
+        continue;
+      }
+      results[i] = prove_rule(rule, options, deadline);
       if (cache) cache->store(rule, options, results[i]);
     }
   };

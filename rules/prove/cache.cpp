@@ -41,12 +41,13 @@ fs::path ProofCache::default_dir() {
 }
 
 std::string ProofCache::key(const Rule& rule, const ProveOptions& o) {
-  std::string text =
-      fmt::format("v{}|{}|{}|{}|", kEncodingVersion, rule.text, o.rlimit, o.shapes.max_rank);
+  std::string text = fmt::format("c{}|v{}|{}|{}|{}|{}|", kCacheVersion, kEncodingVersion, rule.text,
+                                 o.rlimit, o.shapes.max_rank, o.witness_rtol);
   for (int64_t d : o.shapes.dims) text += fmt::format("{},", d);
-  text += fmt::format("|{}|{}|{}|{}|{}|{}|e{}", o.shapes.wanted, o.shapes.max_tries,
+  text += fmt::format("|{}|{}|{}|{}|{}|{}|{}|{}|{}|e{}", o.shapes.wanted, o.shapes.max_tries,
                       o.shapes.max_rank_combos * 1000 + o.shapes.max_numel, o.shapes.seed,
-                      o.witness_bindings, o.witness_trials, kEnumerationVersion);
+                      o.shapes.all_pairs, o.shapes.separation_tries, o.shapes.witness_per_combo,
+                      o.shapes.witness_numel, o.witness_trials, kEnumerationVersion);
   return fmt::format("{:016x}{:016x}", fnv1a(text, 14695981039346656037ULL),
                      fnv1a(text, 0x84222325cbf29ce4ULL));
 }
@@ -59,8 +60,9 @@ std::optional<RuleProof> ProofCache::load(const Rule& rule, const ProveOptions& 
     if (j.at("text").get<std::string>() != rule.text) return std::nullopt;  // a hash collision
     RuleProof p;
     p.name = rule.name;
-    std::string v = j.at("verdict").get<std::string>();
-    p.verdict = v == "proved" ? Verdict::Proved : Verdict::Refuted;
+    auto v = parse_verdict(j.at("verdict").get<std::string>());
+    if (!v) return std::nullopt;  // written by another version: prove again
+    p.verdict = *v;
     p.seconds = j.at("seconds").get<double>();
     p.reason = j.value("reason", "");
     p.bounds = j.at("bounds").get<std::vector<std::string>>();
@@ -78,7 +80,8 @@ std::optional<RuleProof> ProofCache::load(const Rule& rule, const ProveOptions& 
 
 void ProofCache::store(const Rule& rule, const ProveOptions& options,
                        const RuleProof& proof) const {
-  if (proof.verdict != Verdict::Proved && proof.verdict != Verdict::Refuted) return;
+  // Unknown may become proved with more time or a newer encoding: never stored.
+  if (proof.verdict == Verdict::Unknown || proof.timed_out) return;
   nlohmann::json j;
   j["text"] = rule.text;
   j["verdict"] = verdict_name(proof.verdict);

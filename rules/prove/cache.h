@@ -3,8 +3,9 @@
 // rule's normalized text (Rule::text, so renaming variables' spelling or reordering attributes
 // does not miss), the encodings' version (rules/prove/encode.h) and the proof options. Loading
 // the library is then fast after the first run. It lives under $XDG_CACHE_HOME/eqfuse/proofs
-// (default ~/.cache/eqfuse/proofs), never in the source tree. Only proved and refuted verdicts
-// are cached: unknown may become proved with a newer encoding or a larger limit.
+// (default ~/.cache/eqfuse/proofs), never in the source tree. Every verdict but unknown is
+// stored and reloaded as it is (proved, refuted, invalid, unseparated): unknown may become
+// proved with a newer encoding or a larger limit.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -12,6 +13,9 @@
 #include "rules/prove/prover.h"
 
 namespace eqfuse::rules::prove {
+
+// Bump when what a stored proof means changes: no older proof is reused.
+inline constexpr int kCacheVersion = 2;
 
 class ProofCache {
  public:

@@ -7,9 +7,12 @@
 #include <map>
 #include <set>
 
+#include "ir/interpreter.h"
 #include "rules/checker.h"
+#include "rules/condition.h"
 #include "rules/prove/bindings.h"
 #include "rules/prove/encode.h"
+#include "rules/prove/watchdog.h"
 #include "rules/prove/witness.h"
 #include "support/error.h"
 
@@ -25,8 +28,17 @@ std::string_view verdict_name(Verdict v) {
       return "unknown";
     case Verdict::Invalid:
       return "invalid";
+    case Verdict::Unseparated:
+      return "unseparated";
   }
   return "unknown";
+}
+
+std::optional<Verdict> parse_verdict(std::string_view name) {
+  for (Verdict v : {Verdict::Proved, Verdict::Refuted, Verdict::Unknown, Verdict::Invalid,
+                    Verdict::Unseparated})
+    if (verdict_name(v) == name) return v;
+  return std::nullopt;
 }
 
 namespace {
@@ -156,7 +168,8 @@ nlohmann::json coverage_json(const BindingCoverage& c) {
                       {"attrs", nlohmann::json::object()}, {"bindings", c.bindings},
                       {"candidates", c.candidates},        {"features", c.features},
                       {"uncovered", c.uncovered},          {"cap", c.cap},
-                      {"exhausted", c.exhausted}};
+                      {"exhausted", c.exhausted},          {"dim_pairs", c.dim_pairs},
+                      {"attr_pairs", c.attr_pairs},        {"unseparated", c.unseparated}};
   for (const auto& [name, r] : c.ranks) j["ranks"][name] = r;
   for (const auto& [name, v] : c.attrs) j["attrs"][name] = v;
   return j;
@@ -164,7 +177,8 @@ nlohmann::json coverage_json(const BindingCoverage& c) {
 
 GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
                        const ProveOptions& options, const std::vector<std::string>& nonzero,
-                       std::set<std::string>* proved) {
+                       std::set<std::string>* proved, Watchdog* watchdog,
+                       std::chrono::steady_clock::time_point deadline) {
   GraphProof proof;
   Primitives prims(ctx);
   Encoder encoder(prims);
@@ -207,7 +221,30 @@ GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
     }
     for (size_t e = 0; e < lhs.size(); ++e) {
       if (z3::eq(lhs[e], rhs[e])) continue;
-      z3::expr diff = (lhs[e] - rhs[e]).simplify(som);
+      // The query's wall-clock limit, over the simplifier and the solver alike.
+      auto now = std::chrono::steady_clock::now();
+      auto query_deadline = now + std::chrono::milliseconds(options.timeout_ms);
+      bool rule_limit = deadline < query_deadline;
+      if (watchdog) watchdog->arm(std::min(query_deadline, deadline));
+      auto timed_out = [&](const std::string& where) {
+        proof.verdict = Verdict::Unknown;
+        proof.timed_out = true;
+        proof.reason = rule_limit ? "time limit: the rule's limit was reached in " + where
+                                  : fmt::format(
+                                        "time limit: the query limit of {} ms was reached "
+                                        "in {}",
+                                        options.timeout_ms, where);
+        return proof;
+      };
+      std::string where = fmt::format("output {} element {}", k, e);
+      z3::expr diff(ctx);
+      try {
+        diff = (lhs[e] - rhs[e]).simplify(som);
+      } catch (const z3::exception&) {
+        if (watchdog && watchdog->disarm()) return timed_out("the simplifier at " + where);
+        throw;
+      }
+      if (watchdog && watchdog->disarm()) return timed_out("the simplifier at " + where);
       int64_t v = 1;
       if (diff.is_numeral() && diff.is_numeral_i64(v) && v == 0) continue;
       std::string key;
@@ -221,7 +258,9 @@ GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
       solver.push();
       for (const z3::expr& axiom : prims.ground_axioms({lhs[e], rhs[e], diff})) solver.add(axiom);
       solver.add(diff != ctx.real_val(0));
+      if (watchdog) watchdog->arm(std::min(query_deadline, deadline));
       z3::check_result result = solver.check();
+      if (watchdog && watchdog->disarm()) return timed_out(where);
       if (result == z3::unsat) {
         solver.pop();
         if (proved) proved->insert(key);
@@ -269,19 +308,101 @@ GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
   return proof;
 }
 
-RuleProof prove_rule(const Rule& rule, const ProveOptions& options) {
-  auto start = std::chrono::steady_clock::now();
+namespace {
+
+// Where the two sides' types first disagree at the enumerated bindings (the right side has
+// another type, or fails shape inference where the left side and the conditions hold).
+struct TypeFailure {
+  const RuleBinding* binding = nullptr;
+  std::string message;
+  bool rhs_fails = false;  // no type at all (else a different one)
+};
+
+std::optional<TypeFailure> first_type_failure(const Rule& rule,
+                                              const std::vector<RuleBinding>& bindings,
+                                              size_t& typed) {
+  typed = 0;
+  std::optional<TypeFailure> first;
+  for (const RuleBinding& b : bindings) {
+    BindingView view(b);
+    bool ok = true;
+    for (size_t i = 0; i < rule.rhs.size() && ok; ++i) {
+      auto left = term_types(rule.lhs[i], view);
+      auto right = term_types(rule.rhs[i], view);
+      if (!right) {
+        ok = false;
+        if (first) continue;
+        std::string why;
+        try {
+          instantiate_rule(rule, b);
+        } catch (const Error& e) {
+          why = std::string(": ") + e.what();
+        }
+        first = TypeFailure{&b, "the right-hand side fails shape inference" + why, true};
+      } else if (left && (*left)[0] != (*right)[0]) {
+        ok = false;
+        if (first && !first->rhs_fails) continue;
+        first = TypeFailure{&b,
+                            fmt::format("the right-hand side has type {} where the left-hand "
+                                        "side has {}",
+                                        (*right)[0].str(), (*left)[0].str()),
+                            false};
+      }
+    }
+    typed += ok;
+  }
+  return first;
+}
+
+// A shape counterexample, replayed: the interpreter runs both sides at the binding (random
+// inputs) and the outputs' shapes differ, or the right side cannot even be built.
+Counterexample shape_counterexample(const Rule& rule, const TypeFailure& f,
+                                    const std::string& where) {
+  Counterexample c;
+  c.json["binding"] = where;
+  c.json["found_by"] = "shape inference";
+  c.text = "at " + where + ": " + f.message;
+  try {
+    std::vector<std::string> nonzero;
+    ir::Graph g = instantiate_rule(rule, *f.binding);
+    std::mt19937_64 rng(1);
+    std::vector<ir::Tensor> inputs = random_inputs(g, nonzero, rng);
+    std::vector<ir::Tensor> outs = ir::Interpreter(as_float64(g)).run(inputs);
+    size_t n = rule.lhs.size();
+    for (size_t k = 0; k < n; ++k) {
+      if (outs.at(k).dims() == outs.at(k + n).dims()) continue;
+      c.json["output"] = k;
+      c.json["lhs_shape"] = outs[k].dims();
+      c.json["rhs_shape"] = outs[k + n].dims();
+      c.text += fmt::format(" (replayed: the interpreter gives output {} the shapes {} and {})", k,
+                            ir::Shape::from_dims(outs[k].dims()).str(),
+                            ir::Shape::from_dims(outs[k + n].dims()).str());
+      break;
+    }
+  } catch (const Error& e) {
+    c.json["rhs_error"] = e.what();
+  }
+  return c;
+}
+
+}  // namespace
+
+RuleProof prove_rule(const Rule& rule, const ProveOptions& options,
+                     std::chrono::steady_clock::time_point file_deadline) {
+  using Clock = std::chrono::steady_clock;
+  auto start = Clock::now();
+  auto deadline =
+      std::min(file_deadline, start + std::chrono::duration_cast<Clock::duration>(
+                                          std::chrono::duration<double>(options.rule_seconds)));
   RuleProof r;
   r.name = rule.name;
   auto finish = [&]() -> RuleProof {
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
     return r;
   };
-  std::vector<RuleBinding> bindings;
+  Enumeration en;
   try {
-    check_rule(rule);
-    Enumeration en = enumerate_bindings(rule, options.shapes);
-    bindings = std::move(en.bindings);
+    en = enumerate_bindings(rule, options.shapes);
     r.coverage = coverage_json(en.coverage);
     r.coverage_text = en.coverage.str();
   } catch (const Error& e) {
@@ -289,23 +410,47 @@ RuleProof prove_rule(const Rule& rule, const ProveOptions& options) {
     r.reason = e.what();
     return finish();
   }
+  const std::vector<RuleBinding>& bindings = en.bindings;
   if (bindings.empty()) {
     r.verdict = Verdict::Unknown;
     r.reason = "no binding within the bounds satisfies the rule's conditions";
     return finish();
   }
-  z3::context ctx;
-  std::set<std::string> proved;  // structures of element queries already proved (one context)
+  size_t typed = 0;
+  if (auto failure = first_type_failure(rule, bindings, typed)) {
+    std::string where = binding_string(*failure->binding);
+    r.bounds.push_back(where);
+    if (failure->rhs_fails && typed == 0) {  // a malformed rule, not a wrong one
+      r.verdict = Verdict::Invalid;
+      r.reason = "at every binding " + failure->message + " (e.g. at " + where + ")";
+      return finish();
+    }
+    r.verdict = Verdict::Refuted;
+    r.reason = where + ": " + failure->message;
+    r.counterexample = shape_counterexample(rule, *failure, where);
+    return finish();
+  }
+  auto ctx = std::make_unique<z3::context>();
+  auto watchdog = std::make_unique<Watchdog>(*ctx);
+  std::set<std::string> proved;  // structures of element queries already proved
   int unknowns = 0;
+  size_t done = 0;
   r.verdict = Verdict::Proved;
   size_t num_lhs = rule.lhs.size();
   for (const RuleBinding& b : bindings) {
-    std::vector<std::string> nonzero;
     std::string where = binding_string(b);
+    if (Clock::now() >= deadline) {
+      r.verdict = Verdict::Unknown;
+      r.timed_out = true;
+      r.reason = fmt::format("time limit: proved at {} of {} bindings before the limit", done,
+                             bindings.size());
+      break;
+    }
+    std::vector<std::string> nonzero;
     GraphProof gp;
     try {
       ir::Graph g = instantiate_rule(rule, symbolic_binding(rule, b, nonzero));
-      gp = prove_graph(g, num_lhs, ctx, options, nonzero, &proved);
+      gp = prove_graph(g, num_lhs, *ctx, options, nonzero, &proved, watchdog.get(), deadline);
     } catch (const z3::exception& e) {
       gp.verdict = Verdict::Unknown;
       gp.reason = std::string("Z3: ") + e.msg();
@@ -314,7 +459,15 @@ RuleProof prove_rule(const Rule& rule, const ProveOptions& options) {
       gp.reason = e.what();
     }
     r.bounds.push_back(where);
-    if (gp.verdict == Verdict::Proved) continue;
+    if (gp.timed_out) {  // an interrupted context stays canceled: start a fresh one
+      watchdog.reset();
+      ctx = std::make_unique<z3::context>();
+      watchdog = std::make_unique<Watchdog>(*ctx);
+    }
+    if (gp.verdict == Verdict::Proved) {
+      ++done;
+      continue;
+    }
     if (gp.verdict == Verdict::Refuted || gp.verdict == Verdict::Invalid) {
       r.verdict = gp.verdict;
       r.reason = gp.reason.empty() ? "" : where + ": " + gp.reason;
@@ -328,36 +481,42 @@ RuleProof prove_rule(const Rule& rule, const ProveOptions& options) {
     if (r.verdict == Verdict::Proved) {
       r.verdict = Verdict::Unknown;
       r.reason = where + ": " + gp.reason;
+      if (gp.timed_out) r.timed_out = true;
+    }
+    if (gp.timed_out && Clock::now() >= deadline) {
+      r.reason +=
+          fmt::format(" (proved at {} of {} bindings before the limit)", done, bindings.size());
+      break;
     }
     // Later bindings may still refute the rule, but each unknown may have cost a timeout.
     if (++unknowns == 3) break;
   }
-  // The numeric witness, at the proof's bindings and a few larger random ones.
-  ShapeChoice wider = options.shapes;
-  wider.dims = {1, 2, 3, 4};
-  wider.wanted = static_cast<size_t>(options.witness_bindings);
-  wider.max_tries = 3000;
-  wider.seed = options.shapes.seed + 7919;
-  std::vector<RuleBinding> witness = bindings;
-  for (RuleBinding& b : sampled_bindings(rule, wider)) witness.push_back(std::move(b));
+  // The numeric witness, at the proof's bindings and at the enumeration's wider ones.
+  std::vector<const RuleBinding*> witness;
+  for (const RuleBinding& b : bindings) witness.push_back(&b);
+  for (const RuleBinding& b : en.witness) witness.push_back(&b);
   uint64_t seed = 1;
   size_t index = 0;
-  for (const RuleBinding& b : witness) {
+  for (const RuleBinding* b : witness) {
     ++index;
+    if (Clock::now() >= file_deadline) break;
     std::vector<std::string> nonzero;
     std::optional<NumericFailure> failure;
     ir::Graph g;
     try {
-      g = instantiate_rule(rule, symbolic_binding(rule, b, nonzero));
-      failure = numeric_check(g, num_lhs, nonzero, options.witness_trials, seed++);
+      g = instantiate_rule(rule, symbolic_binding(rule, *b, nonzero));
+      failure =
+          numeric_check(g, num_lhs, nonzero, options.witness_trials, seed++, options.witness_rtol);
     } catch (const Error&) {
       continue;  // a binding the interpreter cannot run (an unsupported kernel) checks nothing
     }
     if (!failure) continue;
-    std::string where = binding_string(b);
+    std::string where = binding_string(*b);
     if (failure->mismatch.element < 0) {
-      r.verdict = Verdict::Invalid;
-      r.reason = "the two sides have different shapes at " + where;
+      r.verdict = Verdict::Refuted;
+      r.reason = "the two sides have different numbers of elements at " + where;
+      r.counterexample = make_counterexample(g, failure->inputs, failure->mismatch, where,
+                                             "numeric witness (shapes differ)");
       return finish();
     }
     r.counterexample =
@@ -366,12 +525,19 @@ RuleProof prove_rule(const Rule& rule, const ProveOptions& options) {
       r.verdict = Verdict::Unknown;
       r.reason = "the numeric witness disagrees with the proof at " + where + " (an encoding bug?)";
     } else {
-      r.verdict = Verdict::Refuted;
       r.reason = r.verdict == Verdict::Proved
                      ? "refuted by the numeric witness, beyond the proof's bounds"
                      : "refuted by the numeric witness";
+      r.verdict = Verdict::Refuted;
     }
     return finish();
+  }
+  if (r.verdict == Verdict::Proved && !en.coverage.unseparated.empty()) {
+    const auto& u = en.coverage.unseparated;
+    r.verdict = Verdict::Unseparated;
+    r.reason = "proved at bounds that do not separate " + u[0];
+    for (size_t i = 1; i < std::min<size_t>(u.size(), 3); ++i) r.reason += "; " + u[i];
+    if (u.size() > 3) r.reason += fmt::format("; and {} more pairs", u.size() - 3);
   }
   return finish();
 }

@@ -31,11 +31,12 @@ struct Mismatch {
   double rhs = 0;
 };
 // Runs the graph (float64 copy first; the graph itself if the copy cannot run) and compares
-// output k with output k + num_lhs. Values agree when both are NaN, or within a relative
-// tolerance that float32 kernels (Conv computes in float32) stay inside. Throws Error when the
-// graph cannot run.
+// output k with output k + num_lhs. Values agree when both are NaN, or when
+// |l - r| <= rtol * (1 + max(|l|, |r|)); 1e-9 in float64 lets no misplaced epsilon through
+// (the fallback to the graph's own float32 kernels is compared at 1e-4 at least). Throws Error
+// when the graph cannot run.
 std::optional<Mismatch> compare_sides(const ir::Graph& graph, size_t num_lhs,
-                                      const std::vector<ir::Tensor>& inputs);
+                                      const std::vector<ir::Tensor>& inputs, double rtol = 1e-9);
 
 // Random inputs for the graph's inputs (float64 values in [-2, 2]; inputs listed in `nonzero`
 // get values in [-2, -0.5] U [0.5, 2]; integer inputs small non-negative integers).
@@ -50,6 +51,6 @@ struct NumericFailure {
 };
 std::optional<NumericFailure> numeric_check(const ir::Graph& graph, size_t num_lhs,
                                             const std::vector<std::string>& nonzero, int trials,
-                                            uint64_t seed);
+                                            uint64_t seed, double rtol = 1e-9);
 
 }  // namespace eqfuse::rules::prove
