@@ -618,7 +618,8 @@ class Enumerator {
     };
     std::set<std::pair<size_t, size_t>> decided;
     phase_ = Phase::Separate;
-    const size_t cap = 4 * choice_.max_numel, wide = 64 * choice_.max_numel;
+    const size_t cap = 4 * choice_.max_numel;
+    const size_t wide = std::max<size_t>(64 * choice_.max_numel, 4096);
     std::vector<const Point*> bases;
     for (size_t i = 0; i < generals.size() && bases.size() < 2; ++i) bases.push_back(&generals[i]);
     for (size_t a = 0; a < n; ++a) {
@@ -629,8 +630,9 @@ class Enumerator {
         std::optional<Point> q;
         for (const Point* base : bases)
           if ((q = separate(*base, all, a, b, cap))) break;
+        Point small = *bases[0];
         if (!q) {
-          Point small = shrunk(*bases[0], all, a, b);
+          small = shrunk(*bases[0], all, a, b);
           q = separate(small, all, a, b, cap);
         }
         if (q) {
@@ -646,7 +648,7 @@ class Enumerator {
           continue;
         }
         decided.insert(key);
-        if (separate(*bases[0], all, a, b, wide)) {
+        if (separate(*bases[0], all, a, b, wide) || separate(small, all, a, b, wide)) {
           unseparated.push_back(
               fmt::format("{} and {} at ranks {} (only with tensors over {} elements)",
                           slot_name(all[a]), slot_name(all[b]), combo, cap));

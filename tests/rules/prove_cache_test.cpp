@@ -31,3 +31,30 @@ TEST_CASE("a second check reads proofs from the cache", "[rules][prove][fast]") 
   CHECK(ProofCache::key(set.rules[0], {}) != ProofCache::key(set.rules[1], {}));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("an unseparated proof is stored and reloaded as it is, never as proved or refuted",
+          "[rules][prove][fast]") {
+  auto dir = std::filesystem::temp_directory_path() / "eqfuse-prove-cache-unseparated-test";
+  std::filesystem::remove_all(dir);
+  ProofCache cache(dir);
+  // The first binding of a rank-4 tensor is (2,4,3,2): dims 0 and 3 share a size. With the
+  // element cap at 1 (4 for separating pairs) even (2,1,1,3) is too large to tell them apart,
+  // so the proof is at bounds that do not separate them.
+  rules::RuleSet set = rules::parse_rules("(rewrite relu-twice (Relu (Relu ?x)) (Relu ?x) "
+                                          ":when (rank ?x 4))");
+  ProveOptions small;
+  small.shapes.max_numel = 1;
+  std::vector<const rules::Rule*> rules = {&set.rules[0]};
+  RuleProof first = prove_rules(rules, small, 1, &cache).at(0);
+  INFO(first.reason);
+  CHECK(first.verdict == Verdict::Unseparated);
+  CHECK(first.reason.find("do not separate ?x dim 0 and ?x dim 3") != std::string::npos);
+  CHECK_FALSE(first.coverage.at("unseparated").empty());
+  RuleProof second = prove_rules(rules, small, 1, &cache).at(0);
+  CHECK(second.from_cache);
+  CHECK(second.verdict == Verdict::Unseparated);
+  CHECK(second.reason == first.reason);
+  // At the default bounds the same rule separates every pair and is proved.
+  CHECK(prove_rules(rules, {}, 1, &cache).at(0).verdict == Verdict::Proved);
+  std::filesystem::remove_all(dir);
+}
