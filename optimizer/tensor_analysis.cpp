@@ -68,6 +68,57 @@ std::string TensorAnalysis::leaf_name(AttrId attrs) const {
   return v ? std::get<std::string>(*v) : std::string();
 }
 
+const TensorAnalysis::KeptNode* TensorAnalysis::kept_node_of(const egraph::EGraph& egraph,
+                                                             NodeId n) const {
+  for (const auto& [k, v] : egraph::attr_list(egraph.attrs(n))) {
+    if (egraph::symbol_name(k) != kNodeKey) continue;
+    auto name = rules::decode_attr(egraph::symbol_name(v), ir::AttrKind::String);
+    return name ? kept_node(std::get<std::string>(*name)) : nullptr;
+  }
+  return nullptr;
+}
+
+std::optional<TensorAnalysis::OpView> TensorAnalysis::op_view(const egraph::EGraph& egraph,
+                                                              NodeId n) const {
+  std::string_view op = egraph::symbol_name(egraph.op(n));
+  if (op == kInputOp || op == kWeightOp || op == kNoneOp || op == egraph::kProjOp)
+    return std::nullopt;
+  for (const auto& [k, v] : egraph::attr_list(egraph.attrs(n)))
+    if (egraph::symbol_name(k) == kNodeKey) return std::nullopt;
+  const ir::OpDef* def = ir::find_op(op);
+  if (!def || !def->infer) return std::nullopt;
+  auto decoded = attributes(egraph.attrs(n), *def);
+  if (!decoded) return std::nullopt;
+  OpView view;
+  view.node.op_type = def->name;
+  view.node.def = def;
+  view.node.attrs = std::move(*decoded);
+  auto children = egraph.children(n);
+  for (EClassId child : children) {
+    const TensorData& d = data(egraph.find(child));
+    if (d.none) {
+      view.input_types.push_back(nullptr);
+      view.input_values.push_back(nullptr);
+      continue;
+    }
+    if (!d.type()) return std::nullopt;
+    view.input_types.push_back(d.type());
+    view.input_values.push_back(d.value.get());
+    view.all_constant = view.all_constant && d.value;
+  }
+  auto n_in = static_cast<int>(children.size());
+  if (n_in < def->min_inputs || (def->max_inputs >= 0 && n_in > def->max_inputs))
+    return std::nullopt;
+  for (const ir::AttrSpec& spec : def->attrs)
+    if (spec.required && !view.node.attrs.has(spec.name)) return std::nullopt;
+  size_t count = rules::op_output_count(*def, view.node.attrs);
+  if (count == 0) return std::nullopt;
+  for (size_t i = 0; i < children.size(); ++i)
+    view.node.inputs.push_back(static_cast<ir::ValueId>(i));
+  view.node.outputs.resize(count, 0);
+  return view;
+}
+
 TensorData TensorAnalysis::compute(const egraph::EGraph& egraph, NodeId n) const {
   TensorData out;
   std::string_view op = egraph::symbol_name(egraph.op(n));
@@ -108,48 +159,22 @@ TensorData TensorAnalysis::compute(const egraph::EGraph& egraph, NodeId n) const
     return out;
   }
   // A kept node: its types are the graph's.
-  for (const auto& [k, v] : egraph::attr_list(attrs)) {
-    if (egraph::symbol_name(k) != kNodeKey) continue;
-    auto name = rules::decode_attr(egraph::symbol_name(v), ir::AttrKind::String);
-    const KeptNode* kept = name ? kept_node(std::get<std::string>(*name)) : nullptr;
-    if (!kept) return out;
+  if (const KeptNode* kept = kept_node_of(egraph, n)) {
     out.valid = true;
     out.types = kept->types;
     out.tuple = kept->types.size() > 1;
     return out;
   }
-  const ir::OpDef* def = ir::find_op(op);
-  if (!def || !def->infer) return out;
-  auto decoded = attributes(attrs, *def);
-  if (!decoded) return out;
-  ir::Node node;
-  node.op_type = def->name;
-  node.def = def;
-  node.attrs = std::move(*decoded);
-  std::vector<const ir::TensorType*> input_types;
-  std::vector<const ir::Tensor*> input_values;
-  bool all_constant = true;
-  for (EClassId child : children) {
-    const TensorData& d = data(egraph.find(child));
-    if (d.none) {
-      input_types.push_back(nullptr);
-      input_values.push_back(nullptr);
-      continue;
-    }
-    if (!d.type()) return out;
-    input_types.push_back(d.type());
-    input_values.push_back(d.value.get());
-    all_constant = all_constant && d.value;
-  }
-  auto n_in = static_cast<int>(children.size());
-  if (n_in < def->min_inputs || (def->max_inputs >= 0 && n_in > def->max_inputs)) return out;
-  for (const ir::AttrSpec& spec : def->attrs)
-    if (spec.required && !node.attrs.has(spec.name)) return out;
-  size_t count = rules::op_output_count(*def, node.attrs);
-  if (count == 0) return out;
-  for (size_t i = 0; i < children.size(); ++i) node.inputs.push_back(static_cast<ir::ValueId>(i));
-  node.outputs.resize(count, 0);
-  ir::OpContext ctx{node, *def, input_types, input_values};
+  for (const auto& [k, v] : egraph::attr_list(attrs))
+    if (egraph::symbol_name(k) == kNodeKey) return out;  // a kept node of unknown name
+  std::optional<OpView> view = op_view(egraph, n);
+  if (!view) return out;
+  const ir::Node& node = view->node;
+  const ir::OpDef* def = node.def;
+  const std::vector<const ir::Tensor*>& input_values = view->input_values;
+  bool all_constant = view->all_constant;
+  size_t count = node.outputs.size();
+  ir::OpContext ctx = view->context();
   try {
     std::vector<ir::TensorType> types = def->infer(ctx);
     if (types.size() < count) return out;

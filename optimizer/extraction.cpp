@@ -1,0 +1,129 @@
+#include "optimizer/extraction.h"
+
+#include <chrono>
+#include <unordered_map>
+
+#include "egraph/symbol.h"
+#include "extract/dag.h"
+#include "extract/greedy.h"
+#include "extract/ilp.h"
+#include "support/error.h"
+
+namespace eqfuse::optimizer {
+
+const char* extract_method_name(ExtractMethod m) {
+  switch (m) {
+    case ExtractMethod::Greedy:
+      return "greedy";
+    case ExtractMethod::Dag:
+      return "dag";
+    case ExtractMethod::Ilp:
+      return "ilp";
+  }
+  return "dag";
+}
+
+std::optional<ExtractMethod> parse_extract_method(std::string_view name) {
+  for (ExtractMethod m : {ExtractMethod::Greedy, ExtractMethod::Dag, ExtractMethod::Ilp})
+    if (name == extract_method_name(m)) return m;
+  return std::nullopt;
+}
+
+double enode_seconds(const TensorEGraph& teg, const cost::CostModel& model, egraph::NodeId n) {
+  const egraph::EGraph& eg = *teg.egraph;
+  const TensorData& own = teg.data(eg.find(n));
+  if (!own.valid) return 0;
+  if (const auto* kept = teg.analysis->kept_node_of(eg, n)) {
+    std::vector<ir::TensorType> inputs;
+    for (egraph::EClassId c : eg.children(n))
+      if (const ir::TensorType* t = teg.data(c).type()) inputs.push_back(*t);
+    return model.opaque_cost(kept->node.op_type, inputs, kept->types).seconds;
+  }
+  std::optional<TensorAnalysis::OpView> view = teg.analysis->op_view(eg, n);
+  if (!view) return 0;  // leaves, projections
+  try {
+    return model.node_cost(view->context(), own.types).seconds;
+  } catch (const std::exception&) {
+    return 0;  // a node the cost model cannot count costs what its bytes would: rare, and safe
+  }
+}
+
+Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
+                   const ExtractOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  const egraph::EGraph& eg = *teg.egraph;
+  extract::ExtractionProblem problem;
+  std::unordered_map<egraph::EClassId, extract::ClassIndex> index;
+  std::vector<egraph::EClassId> class_of;
+  for (egraph::EClassId c : eg.classes()) {
+    index.emplace(c, problem.add_class());
+    class_of.push_back(c);
+  }
+  std::vector<egraph::NodeId> node_of;
+  std::vector<extract::ClassIndex> children;
+  for (egraph::EClassId c : eg.classes()) {
+    for (egraph::NodeId n : eg.class_nodes(c)) {
+      // Only e-nodes whose class and children have types can be rebuilt into a graph.
+      if (!teg.data(c).valid) continue;
+      bool typed = true;
+      children.clear();
+      for (egraph::EClassId child : eg.children(n)) {
+        egraph::EClassId k = eg.find(child);
+        const TensorData& d = teg.data(k);
+        typed = typed && (d.valid || d.none);
+        children.push_back(index.at(k));
+      }
+      if (!typed) continue;
+      // Milliseconds: the ILP's tolerances suit numbers near 1 better than seconds.
+      problem.add_node(index.at(c), enode_seconds(teg, model, n) * 1e3, children);
+      node_of.push_back(n);
+    }
+  }
+  for (egraph::EClassId out : teg.outputs) problem.add_root(index.at(eg.find(out)));
+
+  extract::ExtractionResult result;
+  switch (options.method) {
+    case ExtractMethod::Greedy:
+      result = extract::extract_greedy(problem);
+      break;
+    case ExtractMethod::Dag: {
+      extract::DagOptions dag;
+      dag.time_limit_seconds = options.dag_seconds;
+      result = extract::extract_dag(problem, dag);
+      break;
+    }
+    case ExtractMethod::Ilp: {
+      extract::DagOptions dag;
+      dag.time_limit_seconds = options.dag_seconds;
+      extract::IlpOptions ilp;
+      ilp.time_limit_seconds = options.ilp_seconds;
+      ilp.warm_start = extract::extract_dag(problem, dag).choice;
+      result = extract::extract_ilp(problem, ilp);
+      break;
+    }
+  }
+  for (extract::ClassIndex r : problem.roots())
+    if (r >= result.choice.size() || result.choice[r] == extract::kNoNode)
+      fail("extraction: an output of the graph has no finite term");
+
+  Extraction out;
+  out.method = extract_method_name(options.method);
+  out.cost_ms = result.dag_cost;
+  out.bound_ms = result.bound;
+  out.optimal = result.optimal;
+  out.classes = problem.num_classes();
+  out.nodes = problem.num_nodes();
+  auto chosen = std::make_shared<std::unordered_map<egraph::EClassId, egraph::NodeId>>();
+  for (size_t k = 0; k < result.choice.size(); ++k)
+    if (result.choice[k] != extract::kNoNode) (*chosen)[class_of[k]] = node_of[result.choice[k]];
+  const egraph::EGraph* graph = &eg;
+  out.choice = [chosen, graph](egraph::EClassId c) {
+    auto it = chosen->find(graph->find(c));
+    if (it == chosen->end()) fail("extraction: no e-node chosen for an e-class the graph needs");
+    return it->second;
+  };
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace eqfuse::optimizer

@@ -1,0 +1,44 @@
+#pragma once
+// Extraction for the tensor e-graph: the e-graph becomes an extract::ExtractionProblem whose
+// e-node costs come from cost::CostModel (each e-node costed as the op it is, at the types the
+// TensorAnalysis gives its class and children), one of the extractors chooses, and the choice
+// comes back as the NodeChoice that to_graph (optimizer/tensor_egraph.h) rebuilds a graph from.
+// Kept here, not in extract/, because extract/ knows nothing of tensors and costs.
+#include <optional>
+#include <string>
+
+#include "cost/cost_model.h"
+#include "extract/choice.h"
+#include "optimizer/tensor_egraph.h"
+
+namespace eqfuse::optimizer {
+
+enum class ExtractMethod { Greedy, Dag, Ilp };
+const char* extract_method_name(ExtractMethod m);  // "greedy", "dag", "ilp"
+std::optional<ExtractMethod> parse_extract_method(std::string_view name);
+
+struct ExtractOptions {
+  ExtractMethod method = ExtractMethod::Dag;
+  double dag_seconds = 1;   // the DAG-aware local search's budget
+  double ilp_seconds = 10;  // the ILP's time limit
+};
+
+// The predicted time of e-node `n` in seconds: leaves, projections and layout ops that codegen
+// folds cost nothing; an opaque (kept) node is the cost model's opaque estimate.
+double enode_seconds(const TensorEGraph& teg, const cost::CostModel& model, egraph::NodeId n);
+
+struct Extraction {
+  NodeChoice choice;
+  std::string method;
+  double cost_ms = 0;  // predicted DAG cost of the choice (shared e-nodes counted once)
+  std::optional<double> bound_ms;
+  bool optimal = false;
+  double seconds = 0;
+  size_t classes = 0, nodes = 0;  // of the problem
+};
+
+// Extracts from a clean e-graph (rebuilt). Throws Error when an output has no finite term.
+Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
+                   const ExtractOptions& options);
+
+}  // namespace eqfuse::optimizer

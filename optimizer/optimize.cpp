@@ -1,0 +1,176 @@
+#include "optimizer/optimize.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "cost/cost_model.h"
+#include "egraph/runner.h"
+#include "optimizer/fold_weights.h"
+#include "optimizer/rule_rewrites.h"
+#include "optimizer/verify.h"
+#include "rules/library.h"
+#include "rules/parser.h"
+#include "rules/prove/batch.h"
+#include "support/error.h"
+
+namespace eqfuse::optimizer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+bool launches_work(const std::string& op) {
+  static const char* kFree[] = {"Reshape",  "Flatten", "Squeeze", "Unsqueeze",
+                                "Identity", "Dropout", "Constant"};
+  return std::none_of(std::begin(kFree), std::end(kFree), [&](const char* f) { return op == f; });
+}
+
+std::map<std::string, size_t> launching_ops(const ir::Graph& graph) {
+  std::map<std::string, size_t> out;
+  for (const ir::Node& n : graph.nodes())
+    if (launches_work(n.op_type)) ++out[n.op_type];
+  return out;
+}
+
+// The rules, proved: every one must be `proved` (cached proofs are reused).
+rules::RuleSet proved_rules(const OptimizeOptions& options, OptimizeReport& report,
+                            const ProgressFn& progress) {
+  // Parsed only: proving checks each rule's types at its bindings too (a right side of the
+  // wrong type is refuted, one typed nowhere invalid), and a cached proof needs no enumeration.
+  rules::RuleSet set;
+  if (options.rule_files.empty()) {
+    set = rules::library_rules();
+  } else {
+    for (const std::string& file : options.rule_files) {
+      rules::RuleSet one = rules::parse_rule_file(file);
+      for (rules::Rule& r : one.rules) {
+        if (set.find(r.name)) throw Error(r.where, "rule '" + r.name + "' is defined in two files");
+        set.rules.push_back(std::move(r));
+      }
+    }
+  }
+  auto start = Clock::now();
+  std::vector<const rules::Rule*> list;
+  for (const rules::Rule& r : set.rules) list.push_back(&r);
+  std::unique_ptr<rules::prove::ProofCache> cache;
+  if (options.use_proof_cache) cache = std::make_unique<rules::prove::ProofCache>();
+  if (progress)
+    progress("prove", fmt::format("proving {} rules (cached proofs reused)", list.size()));
+  std::vector<rules::prove::RuleProof> proofs =
+      rules::prove::prove_rules(list, {}, options.proof_jobs, cache.get());
+  for (size_t i = 0; i < proofs.size(); ++i) {
+    const auto& p = proofs[i];
+    report.rules_from_cache += p.from_cache;
+    if (p.verdict == rules::prove::Verdict::Proved) continue;
+    throw Error(
+        fmt::format("rule '{}' ({}) is not proved: {}{}", p.name, list[i]->where.str(),
+                    rules::prove::verdict_name(p.verdict), p.reason.empty() ? "" : ": " + p.reason),
+        Error::Kind::CheckFailed);
+  }
+  report.rules = proofs.size();
+  report.proof_seconds = since(start);
+  return set;
+}
+
+}  // namespace
+
+size_t count_kernels(const ir::Graph& graph) {
+  size_t n = 0;
+  for (const ir::Node& node : graph.nodes()) n += launches_work(node.op_type);
+  return n;
+}
+
+OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
+                        const ProgressFn& progress) {
+  auto start = Clock::now();
+  OptimizeResult result;
+  OptimizeReport& report = result.report;
+  if (options.iterations == 0 || options.nodes == 0 || !(options.seconds > 0))
+    fail("optimize: the iteration, node and time limits must be positive");
+
+  cost::CostOptions cost_options;
+  cost_options.dim_bindings = options.dim_bindings;
+  cost::CostModel model(cost::DeviceProfile::load(options.device), cost_options);
+  report.kernels_before = count_kernels(graph);
+  report.ops_before = launching_ops(graph);
+  report.predicted_ms_before = model.graph_cost(graph).ms();
+
+  rules::RuleSet rules = proved_rules(options, report, progress);
+
+  // Saturation.
+  TensorEGraph teg = from_graph(graph);
+  std::vector<egraph::Rewrite> rewrites = compile_rules(rules);
+  egraph::RunnerOptions run;
+  run.limits.iterations = options.iterations;
+  run.limits.nodes = options.nodes;
+  run.limits.seconds = options.seconds;
+  run.threads = options.threads;
+  run.scheduler = std::make_shared<egraph::BackoffScheduler>();
+  if (progress)
+    run.hooks.push_back([&](egraph::EGraph& eg, const egraph::RunReport& r) {
+      progress("saturate", fmt::format("iteration {}: {} e-nodes, {} e-classes, {:.2f} s",
+                                       r.iterations, eg.num_nodes(), eg.num_classes(), r.seconds));
+      return true;
+    });
+  egraph::RunReport ran = egraph::run(*teg.egraph, rewrites, run);
+  report.stop_reason = egraph::stop_reason_name(ran.stop_reason);
+  report.iterations = ran.iterations;
+  report.enodes = ran.nodes;
+  report.eclasses = ran.classes;
+  report.saturation_seconds = ran.seconds;
+  for (const auto& it : ran.per_iteration) report.enodes_per_iteration.push_back(it.nodes);
+  for (const auto& r : ran.rules)
+    if (r.applications) report.top_rules.emplace_back(r.name, r.applications);
+  std::stable_sort(report.top_rules.begin(), report.top_rules.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (report.top_rules.size() > 10) report.top_rules.resize(10);
+
+  // Extraction.
+  if (progress)
+    progress("extract", fmt::format("{} extraction over {} e-nodes",
+                                    extract_method_name(options.extraction.method), ran.nodes));
+  report.extraction = extract(teg, model, options.extraction);
+  ir::Graph optimized = to_graph(teg, report.extraction.choice);
+
+  // Weight-only subgraphs, computed once now.
+  FoldReport folded = fold_weight_subgraphs(optimized);
+  report.weights_folded = folded.folded;
+  report.folding_note = folded.note;
+  optimized = std::move(folded.graph);
+
+  report.kernels_after = count_kernels(optimized);
+  report.ops_after = launching_ops(optimized);
+  report.predicted_ms_after = model.graph_cost(optimized).ms();
+
+  // Verification: the two graphs in the interpreter.
+  if (options.verify) {
+    if (progress) progress("verify", "running both graphs in the interpreter");
+    auto vstart = Clock::now();
+    VerifyOptions v;
+    v.rtol = options.verify_rtol;
+    v.atol = options.verify_atol;
+    v.trials = options.verify_trials;
+    v.dim_bindings = options.dim_bindings;
+    VerifyResult check = verify_same_outputs(graph, optimized, v);
+    report.verify_seconds = since(vstart);
+    report.verified = check.outcome;
+    report.verify_note = check.note;
+    report.verify_max_abs_error = check.max_abs_error;
+    if (check.outcome == "failed")
+      throw Error("verification failed: " + check.note, Error::Kind::CheckFailed);
+  } else {
+    report.verify_note = "verification turned off";
+  }
+  result.graph = std::move(optimized);
+  report.seconds = since(start);
+  return result;
+}
+
+}  // namespace eqfuse::optimizer

@@ -1,0 +1,186 @@
+// `eqfuse optimize MODEL -o OUT.onnx [--device NAME|FILE] [--dim NAME=VALUE...] [--rules FILE...]
+// [--time-limit S] [--node-limit N] [--iter-limit N] [--extract dag|ilp|greedy] [--ilp-time S]
+// [--report FILE.json] [--json] [--no-verify] [--progress]`: optimizes a model
+// (optimizer/optimize.h) and writes the result as ONNX. Prints a summary (kernels and predicted
+// ms before and after, stop reason, extraction, verification); --json puts the report on stdout
+// as one JSON object. Exit 0 done, 1 a rule not proved or verification failed, 2 bad input or
+// usage, 3 unsupported.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "frontend/onnx_export.h"
+#include "frontend/onnx_import.h"
+#include "optimizer/optimize.h"
+#include "support/error.h"
+#include "tools/command.h"
+
+namespace eqfuse::tools {
+namespace {
+
+struct OptimizeArgs {
+  std::string model, out, report, extract = "dag";
+  std::vector<std::string> dims;
+  bool json = false, no_verify = false, progress = false;
+  optimizer::OptimizeOptions options;
+};
+
+std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) {
+  std::map<std::string, int64_t> out;
+  for (const std::string& d : dims) {
+    size_t eq = d.find('=');
+    int64_t size = 0;
+    bool ok = eq != std::string::npos && eq > 0;
+    if (ok) {
+      try {
+        size_t used = 0;
+        size = std::stoll(d.substr(eq + 1), &used);
+        ok = used == d.size() - eq - 1 && size > 0;
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
+    if (!ok) fail("--dim '" + d + "': expected NAME=VALUE with VALUE a positive integer");
+    out[d.substr(0, eq)] = size;
+  }
+  return out;
+}
+
+nlohmann::json report_json(const optimizer::OptimizeReport& r, const std::string& out) {
+  nlohmann::json j = {
+      {"output", out},
+      {"kernels_before", r.kernels_before},
+      {"kernels_after", r.kernels_after},
+      {"predicted_ms_before", r.predicted_ms_before},
+      {"predicted_ms_after", r.predicted_ms_after},
+      {"ops_before", r.ops_before},
+      {"ops_after", r.ops_after},
+      {"seconds", r.seconds},
+      {"rules",
+       {{"count", r.rules}, {"from_cache", r.rules_from_cache}, {"seconds", r.proof_seconds}}},
+      {"enodes", r.enodes},
+      {"eclasses", r.eclasses},
+      {"iterations", r.iterations},
+      {"enodes_per_iteration", r.enodes_per_iteration},
+      {"stop_reason", r.stop_reason},
+      {"saturation_seconds", r.saturation_seconds},
+      {"extraction",
+       {{"method", r.extraction.method},
+        {"cost_ms", r.extraction.cost_ms},
+        {"bound_ms",
+         r.extraction.bound_ms ? nlohmann::json(*r.extraction.bound_ms) : nlohmann::json()},
+        {"optimal", r.extraction.optimal},
+        {"seconds", r.extraction.seconds}}},
+      {"weights_folded", r.weights_folded},
+      {"verified", r.verified},
+      {"verify_note", r.verify_note},
+      {"verify_max_abs_error", r.verify_max_abs_error},
+      {"verify_seconds", r.verify_seconds}};
+  if (!r.folding_note.empty()) j["folding_note"] = r.folding_note;
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& [name, n] : r.top_rules) top.push_back({{"rule", name}, {"applications", n}});
+  j["top_rules"] = top;
+  return j;
+}
+
+void print_summary(const optimizer::OptimizeReport& r, const std::string& out) {
+  std::cout << fmt::format("{:<22} {:>10} {:>10}\n", "", "before", "after");
+  std::cout << fmt::format("{:<22} {:>10} {:>10}\n", "kernels", r.kernels_before, r.kernels_after);
+  std::cout << fmt::format("{:<22} {:>10.4f} {:>10.4f}\n", "predicted ms", r.predicted_ms_before,
+                           r.predicted_ms_after);
+  std::cout << fmt::format("rules: {} proved ({} from the cache, {:.2f} s)\n", r.rules,
+                           r.rules_from_cache, r.proof_seconds);
+  std::cout << fmt::format(
+      "saturation: {} iterations, {} e-nodes, {} e-classes, stop: {} ({:.2f} s)\n", r.iterations,
+      r.enodes, r.eclasses, r.stop_reason, r.saturation_seconds);
+  std::string bound =
+      r.extraction.bound_ms ? fmt::format(", bound {:.4f}", *r.extraction.bound_ms) : "";
+  std::cout << fmt::format("extraction: {}, cost {:.4f} ms{}{} ({:.2f} s)\n", r.extraction.method,
+                           r.extraction.cost_ms, bound, r.extraction.optimal ? ", optimal" : "",
+                           r.extraction.seconds);
+  if (!r.top_rules.empty()) {
+    std::cout << "rules applied most:";
+    for (size_t i = 0; i < r.top_rules.size() && i < 5; ++i)
+      std::cout << fmt::format(" {} ({})", r.top_rules[i].first, r.top_rules[i].second);
+    std::cout << "\n";
+  }
+  std::cout << "launching ops after:";
+  for (const auto& [op, n] : r.ops_after) std::cout << fmt::format(" {} {}", op, n);
+  std::cout << "\n";
+  if (r.weights_folded)
+    std::cout << fmt::format("weight-only nodes folded: {}\n", r.weights_folded);
+  if (!r.folding_note.empty()) std::cout << r.folding_note << "\n";
+  std::cout << fmt::format("verification: {} ({})\n", r.verified, r.verify_note);
+  std::cout << fmt::format("wrote {} in {:.2f} s\n", out, r.seconds);
+}
+
+int run_optimize(OptimizeArgs& args) {
+  auto method = optimizer::parse_extract_method(args.extract);
+  if (!method) fail("--extract '" + args.extract + "': expected dag, ilp or greedy");
+  args.options.extraction.method = *method;
+  args.options.dim_bindings = parse_dims(args.dims);
+  args.options.verify = !args.no_verify;
+  ir::Graph graph = frontend::import_onnx(args.model);
+  optimizer::ProgressFn progress;
+  if (args.progress || (!args.json && isatty(STDERR_FILENO)))
+    progress = [](const std::string& phase, const std::string& line) {
+      std::cerr << fmt::format("[{}] {}\n", phase, line);
+    };
+  optimizer::OptimizeResult result = optimizer::optimize(graph, args.options, progress);
+  frontend::export_onnx(result.graph, args.out);
+  nlohmann::json j = report_json(result.report, args.out);
+  if (!args.report.empty()) {
+    std::ofstream f(args.report);
+    if (!f) fail("cannot write the report to '" + args.report + "'");
+    f << j.dump(1) << "\n";
+  }
+  if (args.json)
+    std::cout << j.dump(1) << "\n";
+  else
+    print_summary(result.report, args.out);
+  return 0;
+}
+
+RegisterCommand optimize_command{
+    {"optimize", "Optimize a model: proved rewrites, cost-based extraction, verified output",
+     [](CLI::App& app) {
+       auto args = std::make_shared<OptimizeArgs>();
+       app.add_option("model", args->model, "the ONNX model")->required();
+       app.add_option("-o,--out", args->out, "the optimized ONNX model to write")->required();
+       app.add_option("--device", args->options.device,
+                      "device profile: a6000, a100, h100, h200, h200-calibrated or FILE.json "
+                      "(default h200)");
+       app.add_option("--dim", args->dims, "NAME=VALUE: a symbolic dim's size for the cost model");
+       app.add_option("--rules", args->options.rule_files,
+                      "rule files to use instead of the library (each proved before use)");
+       app.add_option("--time-limit", args->options.seconds, "saturation time limit in seconds")
+           ->check(CLI::PositiveNumber);
+       app.add_option("--node-limit", args->options.nodes, "saturation e-node limit")
+           ->check(CLI::PositiveNumber);
+       app.add_option("--iter-limit", args->options.iterations, "saturation iteration limit")
+           ->check(CLI::PositiveNumber);
+       app.add_option("--extract", args->extract, "extraction: dag (default), ilp or greedy");
+       app.add_option("--ilp-time", args->options.extraction.ilp_seconds,
+                      "the ILP's time limit in seconds (default 10)")
+           ->check(CLI::PositiveNumber);
+       app.add_option("--report", args->report, "also write the report as JSON to this file");
+       app.add_flag("--json", args->json, "stdout: the report as one JSON object");
+       app.add_flag("--no-verify", args->no_verify, "skip running both graphs in the interpreter");
+       app.add_flag("--progress", args->progress,
+                    "progress lines on stderr (default on a terminal)");
+       app.add_option("--threads", args->options.threads, "saturation search threads (default 1)")
+           ->check(CLI::PositiveNumber);
+       app.footer(
+           "Every rule is proved with Z3 before use (cached proofs reused); a rule that is not "
+           "proved refuses the run (exit 1). Limits reached are a stop reason, not an error. "
+           "Verification runs the original and optimized graphs in the interpreter on random "
+           "inputs (rtol 1e-3, atol 1e-4) where the weights exist; a mismatch is exit 1.");
+       return CommandMain([args] { return run_optimize(*args); });
+     }}};
+
+}  // namespace
+}  // namespace eqfuse::tools
