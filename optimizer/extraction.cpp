@@ -7,6 +7,7 @@
 #include "extract/dag.h"
 #include "extract/greedy.h"
 #include "extract/ilp.h"
+#include "optimizer/fold_weights.h"
 #include "support/error.h"
 
 namespace eqfuse::optimizer {
@@ -41,6 +42,15 @@ double enode_seconds(const TensorEGraph& teg, const cost::CostModel& model, egra
   }
   std::optional<TensorAnalysis::OpView> view = teg.analysis->op_view(eg, n);
   if (!view) return 0;  // leaves, projections
+  // Computed from weights alone: folded at optimize time (optimizer/fold_weights.h).
+  if (own.constant) {
+    bool weight_only = foldable_op(*view->node.def);
+    for (egraph::EClassId c : eg.children(n)) {
+      const TensorData& d = teg.data(c);
+      weight_only = weight_only && (d.none || d.constant);
+    }
+    if (weight_only && (!eg.children(n).empty() || view->node.op_type == "Constant")) return 0;
+  }
   try {
     return model.node_cost(view->context(), own.types).seconds;
   } catch (const std::exception&) {

@@ -8,6 +8,10 @@
 
 namespace eqfuse::optimizer {
 
+bool foldable_op(const ir::OpDef& def) {
+  return def.kernel || def.scalar || def.scalar_for_node;
+}
+
 FoldReport fold_weight_subgraphs(const ir::Graph& graph, int64_t max_elements) {
   FoldReport report;
   ir::Graph& out = report.graph;
@@ -16,11 +20,14 @@ FoldReport fold_weight_subgraphs(const ir::Graph& graph, int64_t max_elements) {
   std::vector<ir::ValueId> map(graph.values().size(), ir::kNoValue);
   for (ir::ValueId id : graph.inputs())
     map[id] = out.add_input(graph.value(id).name, graph.value(id).type);
+  std::vector<std::shared_ptr<const ir::Tensor>> computed(graph.values().size());  // folded
   // Weights are copied when first used (unused ones drop out), keeping external ones external.
   auto mapped = [&](ir::ValueId id) {
     if (id == ir::kNoValue || map[id] != ir::kNoValue) return id == ir::kNoValue ? id : map[id];
     const ir::Value& v = graph.value(id);
-    if (v.data)
+    if (computed[id])
+      map[id] = out.add_weight(v.name, computed[id]);
+    else if (v.data)
       map[id] = out.add_weight(v.name, v.data);
     else if (v.external)
       map[id] = out.add_external_weight(v.name, v.type, *v.external);
@@ -32,7 +39,8 @@ FoldReport fold_weight_subgraphs(const ir::Graph& graph, int64_t max_elements) {
   for (ir::ValueId id = 0; id < graph.values().size(); ++id)
     is_weight[id] = graph.value(id).is_weight() && graph.value(id).producer == ir::kNoNode;
   for (const ir::Node& node : graph.nodes()) {
-    bool weight_only = !node.is_opaque() && node.def->kernel && !node.inputs.empty();
+    bool weight_only = !node.is_opaque() && foldable_op(*node.def) &&
+                       (!node.inputs.empty() || node.op_type == "Constant");
     for (ir::ValueId in : node.inputs)
       weight_only = weight_only && (in == ir::kNoValue || is_weight[in]);
     for (ir::ValueId o : node.outputs) {
@@ -48,9 +56,9 @@ FoldReport fold_weight_subgraphs(const ir::Graph& graph, int64_t max_elements) {
           inputs.push_back(nullptr);
           continue;
         }
-        std::shared_ptr<const ir::Tensor> d;
+        std::shared_ptr<const ir::Tensor> d = computed[in];
         try {
-          d = graph.weight_data(in);
+          if (!d) d = graph.weight_data(in);
         } catch (const Error&) {
         }
         if (!d) {
@@ -64,7 +72,8 @@ FoldReport fold_weight_subgraphs(const ir::Graph& graph, int64_t max_elements) {
         std::vector<ir::Tensor> values = ir::evaluate_node(graph, node, inputs);
         for (size_t k = 0; k < node.outputs.size() && k < values.size(); ++k) {
           ir::ValueId o = node.outputs[k];
-          map[o] = out.add_weight(graph.value(o).name, std::move(values[k]));
+          computed[o] = std::make_shared<const ir::Tensor>(std::move(values[k]));
+          map[o] = ir::kNoValue;  // added when first used, like every weight
           is_weight[o] = true;
         }
         ++report.folded;

@@ -7,8 +7,13 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ir/op_table.h"
 
 namespace eqfuse::optimizer {
+
+// Whether the interpreter can compute a node of this op (a reference kernel, or an elementwise
+// meaning), so that the optimizer may fold it when its inputs are weights.
+bool foldable_op(const ir::OpDef& def);
 
 struct FoldReport {
   ir::Graph graph;

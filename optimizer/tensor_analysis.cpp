@@ -2,6 +2,7 @@
 
 #include "egraph/symbol.h"
 #include "ir/interpreter.h"
+#include "optimizer/fold_weights.h"
 #include "rules/attr_codec.h"
 #include "rules/condition.h"
 
@@ -138,6 +139,7 @@ TensorData TensorAnalysis::compute(const egraph::EGraph& egraph, NodeId n) const
   }
   if (op == kWeightOp) {
     leaf(weights_);
+    out.constant = out.valid;
     return out;
   }
   if (op == kNoneOp) {
@@ -185,6 +187,12 @@ TensorData TensorAnalysis::compute(const egraph::EGraph& egraph, NodeId n) const
   } catch (const std::exception&) {
     return out;
   }
+  // A Constant is one; ops with no inputs otherwise generate (RandomNormal): never constant.
+  out.constant = foldable_op(*def) && (!view->node.inputs.empty() || def->name == "Constant");
+  for (egraph::EClassId child : egraph.children(n)) {
+    const TensorData& d = data(egraph.find(child));
+    out.constant = out.constant && (d.none || d.constant);
+  }
   // Fold small constants, so conditions on constant leaves see through Constant, Cast, ...
   if (!out.tuple && all_constant && def->kernel && out.types[0].shape.is_static() &&
       *out.types[0].shape.numel() <= kMaxConstantElements) {
@@ -221,18 +229,28 @@ egraph::DidMerge TensorAnalysis::merge(EClassId into, EClassId from) {
   } else if (a.value && !b.value) {
     did.from_changed = true;
   }
+  if (a.valid && b.constant && !a.constant) {
+    a.constant = true;
+    did.into_changed = true;
+  } else if (a.constant && !b.constant) {
+    did.from_changed = true;
+  }
   return did;
 }
 
 bool TensorAnalysis::join(const egraph::EGraph& egraph, EClassId c, NodeId n) {
   if (data_.size() <= c) data_.resize(c + 1);
   TensorData& a = data_[c];
-  if (a.valid && (a.value || a.tuple)) return false;
+  if (a.valid && (a.value || a.tuple) && a.constant) return false;
   TensorData d = compute(egraph, n);
   bool changed = false;
   if (!a.valid && d.valid) {
     a = std::move(d);
     return true;
+  }
+  if (a.valid && !a.constant && d.valid && d.constant) {
+    a.constant = true;
+    changed = true;
   }
   if (a.valid && !a.value && d.valid && d.value) {
     a.value = d.value;

@@ -40,6 +40,9 @@ struct TensorData {
   bool none = false;                        // the class of an omitted optional input
   std::vector<ir::TensorType> types;        // one, or one per output of a tuple
   std::shared_ptr<const ir::Tensor> value;  // known small constant (not for tuples)
+  // Computed from weights alone (some node of the class is): folded at optimize time, so it
+  // costs nothing at run time whatever its size.
+  bool constant = false;
   const ir::TensorType* type() const { return valid && !tuple ? &types[0] : nullptr; }
 };
 
