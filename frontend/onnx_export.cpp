@@ -106,6 +106,8 @@ void Exporter::add_node(const ir::Node& node) {
       ints_to_input("axes", 1);
     } else if (op == "Split") {
       ints_to_input("split", 1);
+    } else if (op == "Reshape") {  // rules write (Reshape :shape (...) ?x)
+      ints_to_input("shape", 1);
     } else if (op == "Pad") {
       ints_to_input("pads", 1);
     } else if (op == "Slice") {

@@ -1,0 +1,61 @@
+// Every model in ../shared/models optimizes with the default options, and every one with
+// weights gives an output that matches its test_data_set_0 (rtol 1e-3, atol 1e-4) after a round
+// trip through ONNX, as `eqfuse run OUT.onnx --test-data ...` would check it.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "frontend/onnx_export.h"
+#include "frontend/onnx_import.h"
+#include "frontend/test_data.h"
+#include "ir/interpreter.h"
+#include "optimizer/optimize.h"
+#include "tests/test_data.h"
+
+using namespace eqfuse;
+namespace fs = std::filesystem;
+
+TEST_CASE("every shared model optimizes, and its output matches its test data",
+          "[optimizer][models]") {
+  fs::path models = test::shared_dir() / "models";
+  // EQFUSE_ONLY_MODELS=a,b restricts the run to those models (for debugging one).
+  const char* only = std::getenv("EQFUSE_ONLY_MODELS");
+  std::string only_list = only ? only : "";
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(models))
+    if (fs::exists(e.path() / "model.onnx") &&
+        (!only || only_list.find(e.path().filename().string()) != std::string::npos))
+      dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  REQUIRE(dirs.size() >= (only ? 1 : 10));
+  fs::path tmp = fs::temp_directory_path() / "eqfuse-shared-models-optimized";
+  fs::create_directories(tmp);
+  for (const fs::path& dir : dirs) {
+    std::string name = dir.filename().string();
+    INFO(name);
+    ir::Graph g = frontend::import_onnx(dir / "model.onnx");
+    optimizer::OptimizeResult r = optimizer::optimize(g);
+    CHECK(r.report.stop_reason != "time_limit");
+    CHECK(r.report.predicted_ms_after <= r.report.predicted_ms_before * (1 + 1e-9));
+    std::cout << name << ": kernels " << r.report.kernels_before << " -> " << r.report.kernels_after
+              << ", predicted " << r.report.predicted_ms_before << " -> "
+              << r.report.predicted_ms_after << " ms, verified " << r.report.verified << "\n";
+    fs::path data = dir / "test_data_set_0";
+    if (!fs::exists(data) || r.report.verified == "skipped") continue;  // structure only
+    CHECK(r.report.verified == "passed");
+    fs::path out = tmp / (name + ".onnx");
+    frontend::export_onnx(r.graph, out);
+    ir::Graph back = frontend::import_onnx(out);
+    frontend::TestDataSet set = frontend::read_test_data_set(data);
+    std::vector<ir::Tensor> got =
+        ir::Interpreter(back).run(frontend::bind_inputs(back, set.inputs));
+    REQUIRE(got.size() == set.outputs.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      frontend::Comparison c = frontend::compare_tensors(got[k], set.outputs[k].tensor, 1e-3, 1e-4);
+      INFO("output " << k);
+      CHECK(c.match);
+    }
+  }
+  fs::remove_all(tmp);
+}

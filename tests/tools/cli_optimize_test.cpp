@@ -1,0 +1,86 @@
+// `eqfuse optimize` on the bundled example models: exit codes, the --json report's fields, an
+// output model that imports back and matches the model's test data, the same bytes for any
+// thread count, and bad input (a malformed model, an unproved rule file, bad limits).
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/test_data.h"
+#include "tests/tools/run_eqfuse.h"
+
+using namespace eqfuse::test;
+
+namespace {
+
+std::string example(const std::string& model, const std::string& file = "model.onnx") {
+  return (source_dir() / "examples" / "models" / model / file).string();
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+TEST_CASE("eqfuse optimize: the report, and an output that runs and matches", "[tools][fast]") {
+  fs::path dir = fresh_dir("cli_optimize");
+  for (const std::string model : {"mlp", "pointwise_chain"}) {
+    std::string out = (dir / (model + ".opt.onnx")).string();
+    std::vector<std::string> args = {"optimize", example(model), "-o", out, "--json"};
+    Result r = run_eqfuse(args);
+    INFO(describe(args, r));
+    REQUIRE(r.code == 0);
+    nlohmann::json j = nlohmann::json::parse(r.out);
+    for (const char* field :
+         {"predicted_ms_before", "predicted_ms_after", "kernels_before", "kernels_after", "seconds",
+          "enodes", "iterations", "stop_reason", "extraction", "verified"})
+      CHECK(j.contains(field));
+    CHECK(j["verified"] == "passed");
+    CHECK(j["extraction"]["method"] == "dag");
+    CHECK(j["predicted_ms_after"].get<double>() <= j["predicted_ms_before"].get<double>());
+    CHECK(j["stop_reason"] != "time_limit");
+    std::vector<std::string> check = {
+        "run",    out,    "--test-data", example(model, "test_data_set_0"),
+        "--rtol", "1e-3", "--atol",      "1e-4"};
+    Result ran = run_eqfuse(check);
+    INFO(describe(check, ran));
+    CHECK(ran.code == 0);
+  }
+}
+
+TEST_CASE("eqfuse optimize: the same bytes at one and two threads", "[tools][fast]") {
+  fs::path dir = fresh_dir("cli_optimize_threads");
+  std::string a = (dir / "a.onnx").string(), b = (dir / "b.onnx").string();
+  REQUIRE(run_eqfuse({"optimize", example("pointwise_chain"), "-o", a, "--threads", "1"}).code ==
+          0);
+  REQUIRE(run_eqfuse({"optimize", example("pointwise_chain"), "-o", b, "--threads", "2"}).code ==
+          0);
+  CHECK(read_bytes(a) == read_bytes(b));
+}
+
+TEST_CASE("eqfuse optimize: bad input gets a clear error", "[tools][fast]") {
+  fs::path dir = fresh_dir("cli_optimize_bad");
+  fs::path garbage = dir / "garbage.onnx";
+  std::ofstream(garbage) << "not a model";
+  std::vector<std::string> args = {"optimize", garbage.string(), "-o", (dir / "o.onnx").string()};
+  Result r = run_eqfuse(args);
+  INFO(describe(args, r));
+  CHECK(r.code == 2);
+  CHECK(r.err.find("garbage.onnx") != std::string::npos);
+
+  fs::path rules = dir / "wrong.rules";
+  std::ofstream(rules)
+      << "(rewrite relu-distributes (Relu (Add ?a ?b)) (Add (Relu ?a) (Relu ?b)))\n";
+  args = {"optimize", example("mlp"), "-o", (dir / "o.onnx").string(), "--rules", rules.string()};
+  r = run_eqfuse(args);
+  INFO(describe(args, r));
+  CHECK(r.code == 1);
+  CHECK(r.err.find("relu-distributes") != std::string::npos);
+
+  args = {"optimize", example("mlp"), "-o", (dir / "o.onnx").string(), "--iter-limit", "0"};
+  r = run_eqfuse(args);
+  INFO(describe(args, r));
+  CHECK(r.code == 2);
+}
