@@ -1,7 +1,9 @@
 #include "extract/dag.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "extract/greedy.h"
 #include "support/error.h"
@@ -14,8 +16,11 @@ namespace {
 // the subterms that enter or leave the graph.
 class LocalSearch {
  public:
-  LocalSearch(const ExtractionProblem& problem, Choice choice)
+  using clock = std::chrono::steady_clock;
+
+  LocalSearch(const ExtractionProblem& problem, Choice choice, clock::time_point deadline)
       : p_(problem),
+        deadline_(deadline),
         choice_(std::move(choice)),
         refs_(problem.num_classes(), 0),
         seen_(problem.num_classes(), 0),
@@ -31,6 +36,17 @@ class LocalSearch {
   }
 
   const Choice& choice() const { return choice_; }
+  // Whether the deadline has passed; once it has, it stays so. Asked before every move, not
+  // once per e-class (one e-class may have thousands of candidates), it reads the clock only
+  // when kWorkPerReading steps of the walks below (or questions) have gone by since the last
+  // reading. The search overruns its deadline by at most that much work and one move.
+  bool out_of_time() {
+    if (out_of_time_) return true;
+    if (++work_ < next_reading_) return false;
+    next_reading_ = work_ + kWorkPerReading;
+    out_of_time_ = clock::now() >= deadline_;
+    return out_of_time_;
+  }
   bool in_graph(ClassIndex c) const { return refs_[c] > 0; }
   double total() const { return total_; }
 
@@ -76,7 +92,8 @@ class LocalSearch {
 
   // A two-step move for what single switches cannot see: switch c to b even at a loss, then
   // let the e-classes that could use the subterms b brought in switch to them. Kept only if
-  // the two steps together lower the DAG cost.
+  // the two steps together lower the DAG cost. Out of time, it stops trying follow-up switches
+  // (and keeps what it has only if that is already better).
   bool kick(ClassIndex c, NodeIndex b) {
     NodeIndex a = choice_[c];
     entered_.clear();
@@ -89,10 +106,12 @@ class LocalSearch {
     std::vector<ClassIndex> fresh(entered_);
     fresh.insert(fresh.end(), p_.children(b).begin(), p_.children(b).end());
     for (ClassIndex e : fresh) {
+      if (out_of_time_) break;
       for (uint32_t i = parent_begin_[e]; i < parent_begin_[e + 1]; ++i) {
         NodeIndex q = parents_[i];
         ClassIndex z = p_.node_class(q);
         if (z == c || !in_graph(z) || !candidate(q)) continue;
+        if (out_of_time()) break;
         NodeIndex old = choice_[z];
         if (auto d = switch_node(z, q, true)) {
           delta += *d;
@@ -116,6 +135,7 @@ class LocalSearch {
     while (!stack_.empty()) {
       ClassIndex k = stack_.back();
       stack_.pop_back();
+      ++work_;
       if (refs_[k]++ > 0) continue;
       if (recording_) entered_.push_back(k);
       NodeIndex n = choice_[k];
@@ -131,6 +151,7 @@ class LocalSearch {
     while (!stack_.empty()) {
       ClassIndex k = stack_.back();
       stack_.pop_back();
+      ++work_;
       if (--refs_[k] > 0) continue;
       NodeIndex n = choice_[k];
       removed += p_.cost(n);
@@ -145,6 +166,7 @@ class LocalSearch {
     while (!stack_.empty()) {
       ClassIndex k = stack_.back();
       stack_.pop_back();
+      ++work_;
       if (k == target) return true;
       if (seen_[k] == stamp_) continue;
       seen_[k] = stamp_;
@@ -154,6 +176,10 @@ class LocalSearch {
   }
 
   const ExtractionProblem& p_;
+  static constexpr uint64_t kWorkPerReading = 1024;  // about 10 us
+  clock::time_point deadline_;
+  bool out_of_time_ = false;
+  uint64_t work_ = 0, next_reading_ = 0;
   Choice choice_;
   std::vector<uint32_t> refs_;
   std::vector<uint32_t> seen_;
@@ -169,34 +195,45 @@ class LocalSearch {
 }  // namespace
 
 ExtractionResult extract_dag(const ExtractionProblem& problem, const DagOptions& options) {
-  using clock = std::chrono::steady_clock;
+  using clock = LocalSearch::clock;
   auto start = clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
-  auto time_left = [&] { return elapsed() < options.time_limit_seconds; };
+  require_non_negative_costs(problem, "dag");
 
   TreeCosts greedy = tree_costs(problem);
   for (ClassIndex r : problem.roots())
     if (greedy.choice[r] == kNoNode)
       fail("no finite term for a root e-class (every term is cyclic)");
 
-  LocalSearch search(problem, std::move(greedy.choice));
-  // Single switches to a local optimum, then two-step kicks; repeat while either helps.
-  for (bool improved = true; improved && time_left();) {
+  const auto deadline =
+      start + std::chrono::duration_cast<clock::duration>(
+                  std::chrono::duration<double>(std::max(0.0, options.time_limit_seconds)));
+  LocalSearch search(problem, std::move(greedy.choice), deadline);
+  // Single switches to a local optimum, then two-step kicks; repeat while either helps, and
+  // stop at the deadline, between any two moves.
+  for (bool improved = true; improved && !search.out_of_time();) {
     improved = false;
-    for (bool descending = true; descending && time_left();) {
+    for (bool descending = true; descending && !search.out_of_time();) {
       descending = false;
       search.refill();
-      for (ClassIndex c = 0; c < problem.num_classes() && time_left(); ++c) {
+      for (ClassIndex c = 0; c < problem.num_classes() && !search.out_of_time(); ++c) {
         if (!search.in_graph(c)) continue;
-        for (NodeIndex b : problem.nodes(c))
-          if (search.candidate(b) && search.switch_node(c, b, true)) descending = true;
+        for (NodeIndex b : problem.nodes(c)) {
+          if (!search.candidate(b)) continue;
+          if (search.out_of_time()) break;
+          if (search.switch_node(c, b, true)) descending = true;
+        }
       }
     }
+    if (search.out_of_time()) break;
     search.refill();
-    for (ClassIndex c = 0; c < problem.num_classes() && time_left(); ++c) {
+    for (ClassIndex c = 0; c < problem.num_classes() && !search.out_of_time(); ++c) {
       if (!search.in_graph(c)) continue;
-      for (NodeIndex b : problem.nodes(c))
-        if (search.in_graph(c) && search.candidate(b) && search.kick(c, b)) improved = true;
+      for (NodeIndex b : problem.nodes(c)) {
+        if (!search.in_graph(c) || !search.candidate(b)) continue;
+        if (search.out_of_time()) break;
+        if (search.kick(c, b)) improved = true;
+      }
     }
   }
   ExtractionResult result = make_result(problem, search.choice());

@@ -8,9 +8,12 @@
 //  - kick: a switch taken even at a loss, followed by switches of the e-classes that can use
 //    what it brought in; kept only if the two steps together lower the cost. Single switches
 //    cannot see such pairs (on resnet50_acyclic they are what closes the gap to the optimum).
-// Switches run to a local optimum, then kicks, until neither helps or time runs out. Every
-// move keeps the choice acyclic. It is what eqfuse uses when the ILP is too slow, and the
-// ILP's warm start. With a time limit the result can depend on machine speed.
+// Switches run to a local optimum, then kicks, until neither helps or time runs out; the
+// deadline is checked between any two moves (not once per e-class: one may have thousands of
+// candidates), so it returns within its budget plus one move. Every move keeps the choice
+// acyclic. It is what eqfuse uses when the ILP is too slow, and the ILP's warm start. With a
+// time limit the result can depend on machine speed. Costs must be non-negative (see
+// require_non_negative_costs in extract/greedy.h).
 #include "extract/choice.h"
 
 namespace eqfuse::extract {
@@ -19,7 +22,7 @@ struct DagOptions {
   double time_limit_seconds = 0.8;  // stops improving (keeping the best so far) after this
 };
 
-// Throws eqfuse::Error when a root has no finite term.
+// Throws eqfuse::Error when a root has no finite term or a cost is negative.
 ExtractionResult extract_dag(const ExtractionProblem& problem, const DagOptions& options = {});
 
 }  // namespace eqfuse::extract

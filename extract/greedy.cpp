@@ -1,5 +1,7 @@
 #include "extract/greedy.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <deque>
 #include <limits>
@@ -62,8 +64,20 @@ TreeCosts tree_costs(const ExtractionProblem& problem, const Choice* fixed) {
   return out;
 }
 
+void require_non_negative_costs(const ExtractionProblem& problem, const char* method) {
+  if (problem.min_cost() >= 0) return;
+  for (NodeIndex n = 0; n < problem.num_nodes(); ++n)
+    if (problem.cost(n) < 0)
+      fail(fmt::format(
+          "e-node {} (e-class {}) costs {}: the {} extractor needs non-negative costs (its tree "
+          "costs need not settle on a cycle, nor stay acyclic, with negative ones); the ILP "
+          "extractor handles negative costs exactly",
+          n, problem.node_class(n), problem.cost(n), method));
+}
+
 ExtractionResult extract_greedy(const ExtractionProblem& problem) {
   auto start = std::chrono::steady_clock::now();
+  require_non_negative_costs(problem, "greedy");
   TreeCosts costs = tree_costs(problem);
   for (ClassIndex r : problem.roots())
     if (costs.choice[r] == kNoNode)

@@ -20,7 +20,15 @@ struct TreeCosts {
 // part must be closed under children and acyclic; the result then is acyclic too.
 TreeCosts tree_costs(const ExtractionProblem& problem, const Choice* fixed = nullptr);
 
-// Throws eqfuse::Error when a root has no finite term.
+// Greedy and DAG-aware extraction need non-negative costs: tree costs are a fixpoint that a
+// cycle of negative total cost drives down forever, and taking strict improvements keeps the
+// tree-optimal choice acyclic only when a term never costs less than its subterms. The
+// DAG-aware search starts from those tree costs and prices its moves with them.
+// Throws eqfuse::Error (bad input) naming the first e-node with a negative cost and `method`,
+// and pointing at the ILP, which handles negative costs exactly.
+void require_non_negative_costs(const ExtractionProblem& problem, const char* method);
+
+// Throws eqfuse::Error when a root has no finite term or a cost is negative.
 ExtractionResult extract_greedy(const ExtractionProblem& problem);
 
 }  // namespace eqfuse::extract

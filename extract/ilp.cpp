@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <queue>
 #include <random>
@@ -73,6 +74,20 @@ std::optional<size_t> for_each_report(std::string_view in,
   return used;
 }
 
+// CBC's absolute optimality gap on the scaled objective (objective_scale): a proof means no
+// solution is cheaper by more than this.
+constexpr double kAllowableGap = 1e-7;
+
+// CBC's tolerances are absolute: the objective is scaled so that a choice's e-nodes, their
+// costs taken as magnitudes, sum to 1000 (for non-negative costs: the choice costs 1000).
+double objective_scale(const ExtractionProblem& p, const Choice& choice) {
+  double sum = 0, largest = 0;
+  if (auto order = chosen_classes_bottom_up(p, choice))
+    for (ClassIndex c : *order) sum += std::abs(p.cost(choice[c]));
+  for (NodeIndex n = 0; n < p.num_nodes(); ++n) largest = std::max(largest, std::abs(p.cost(n)));
+  return sum > 0 ? 1000 / sum : largest > 0 ? 1000 / largest : 1;
+}
+
 // Rows in compressed form (CoinPackedMatrix::appendRow reallocates on every call).
 struct Rows {
   std::vector<CoinBigIndex> start;
@@ -114,23 +129,49 @@ Rows base_rows(const ExtractionProblem& p) {
     for (NodeIndex n : p.nodes(pair.needed)) rows.add_entry(static_cast<int>(n), -1);
     rows.end_row(-COIN_DBL_MAX, 0);
   }
+  if (p.min_cost() < 0) {
+    // With a negative cost, choosing an e-class that nothing needs would pay, and the objective
+    // would count e-nodes that the DAG cost does not. So a non-root e-class is chosen only when
+    // a chosen e-node of another e-class needs it: sum over c <= sum of x over c's parents.
+    // Every choice's reachable part satisfies it; a solution that does and has no cycle at all
+    // (choice_cycles looks at every chosen e-class then) is a choice whose DAG cost is the
+    // objective.
+    std::vector<std::vector<NodeIndex>> parents(p.num_classes());
+    for (NodeIndex n = 0; n < p.num_nodes(); ++n)
+      for (ClassIndex k : p.children(n))
+        if (k != p.node_class(n) && (parents[k].empty() || parents[k].back() != n))
+          parents[k].push_back(n);
+    for (ClassIndex c = 0; c < p.num_classes(); ++c) {
+      if (is_root[c]) continue;
+      rows.begin_row();
+      for (NodeIndex n : p.nodes(c)) rows.add_entry(static_cast<int>(n), 1);
+      for (NodeIndex q : parents[c]) rows.add_entry(static_cast<int>(q), -1);
+      rows.end_row(-COIN_DBL_MAX, 0);
+    }
+  }
   return rows;
 }
 
 // The cycles of a choice (one e-node per e-class, kNoNode where unchosen) in the part reachable
-// from the roots: for each e-class of each cyclic component, a shortest cycle through it.
-// Each cycle lists its e-classes in order, smallest first; empty when the choice is acyclic.
+// from the roots, or with negative costs in all of it (base_rows): for each e-class of each
+// cyclic component, a shortest cycle through it. Each cycle lists its e-classes in order,
+// smallest first; empty when the choice is acyclic.
 std::vector<std::vector<ClassIndex>> choice_cycles(const ExtractionProblem& p,
                                                    const Choice& choice) {
   const size_t num_classes = p.num_classes();
   std::vector<std::vector<ClassIndex>> edges(num_classes);
   std::vector<char> seen(num_classes, 0);
   std::vector<ClassIndex> todo;
-  for (ClassIndex r : p.roots())
-    if (!seen[r]) {
-      seen[r] = 1;
-      todo.push_back(r);
+  auto visit = [&](ClassIndex c) {
+    if (!seen[c]) {
+      seen[c] = 1;
+      todo.push_back(c);
     }
+  };
+  for (ClassIndex r : p.roots()) visit(r);
+  if (p.min_cost() < 0)
+    for (ClassIndex c = 0; c < num_classes; ++c)
+      if (choice[c] != kNoNode) visit(c);
   while (!todo.empty()) {
     ClassIndex c = todo.back();
     todo.pop_back();
@@ -251,6 +292,7 @@ SolveResult solve_relaxation(const ExtractionProblem& p, const Rows& rows,
   model.messageHandler()->setLogLevel(0);
   if (use_start) model.setMIPStart(num_columns, name_pointers.data(), start_values.data());
   std::string limit = std::to_string(std::max(0.1, seconds));
+  // -allowableGap is kAllowableGap.
   const char* argv[] = {"eqfuse", "-log",        "0",         "-slog", "0",
                         "-sec",   limit.c_str(), "-ratioGap", "0",     "-allowableGap",
                         "1e-7",   "-solve",      "-quit"};
@@ -275,13 +317,25 @@ std::vector<double> start_columns(const ExtractionProblem& p, const Choice& choi
   return values;
 }
 
-// A lower bound that no cycle can fool: an acyclic term costs at least its root e-node plus
-// the costliest term of one child (that child's term is part of it, and cannot contain the
-// root e-node), so the cheapest such "critical path" of each root bounds the DAG cost from
-// below. Computed for all e-classes at once, cheapest first (Knuth's generalization of
-// Dijkstra: an e-node's value is known once all its children's are).
+// A lower bound that no cycle can fool (for non-negative costs; negative ones below): an
+// acyclic term costs at least its root e-node plus the costliest term of one child (that
+// child's term is part of it, and cannot contain the root e-node), so the cheapest such
+// "critical path" of each root bounds the DAG cost from below. Computed for all e-classes at
+// once, cheapest first (Knuth's generalization of Dijkstra: an e-node's value is known once all
+// its children's are).
 double critical_path_bound(const ExtractionProblem& p) {
   const size_t num_classes = p.num_classes();
+  if (p.min_cost() < 0) {
+    // The path argument needs the rest of a term to cost at least 0. With negative costs, a
+    // choice takes at most one e-node per e-class: the cheapest of each, where negative.
+    double bound = 0;
+    for (ClassIndex c = 0; c < num_classes; ++c) {
+      double least = 0;
+      for (NodeIndex n : p.nodes(c)) least = std::min(least, p.cost(n));
+      bound += least;
+    }
+    return bound;
+  }
   std::vector<std::vector<NodeIndex>> parents(num_classes);
   std::vector<uint32_t> pending(p.num_nodes());
   std::vector<double> longest_child(p.num_nodes(), 0);
@@ -327,17 +381,15 @@ double seconds_until(clock::time_point t) {
 // The full solve: relaxation, cuts for the cycles of its optimum, again, until an optimum is
 // acyclic or `solve_deadline` passes (the LP bound may use up to 30% of the time to
 // `deadline`). Reports bounds and better acyclic choices as it finds them, and updates the
-// incumbent; true when it proved the incumbent optimal.
+// incumbent; true when it proved the incumbent optimal (to CBC's gap, kAllowableGap / scale).
 bool lazy_cycle_search(const ExtractionProblem& p, Choice* incumbent, double* incumbent_cost,
-                       clock::time_point solve_deadline, clock::time_point deadline,
+                       double scale, clock::time_point solve_deadline, clock::time_point deadline,
                        const Report& report) {
-  // CBC's tolerances are absolute: scale the objective so that the warm start costs 1000.
-  const double scale = *incumbent_cost > 0 ? 1000 / *incumbent_cost : 1;
   std::vector<double> objective(p.num_nodes());
   for (NodeIndex n = 0; n < p.num_nodes(); ++n) objective[n] = p.cost(n) * scale;
   Rows rows = base_rows(p);
   std::vector<char> in_set(p.num_classes(), 0);
-  double bound = 0;
+  double bound = -COIN_DBL_MAX;
   auto report_bound = [&](double value) {
     if (!(value > bound)) return;
     bound = value;
@@ -382,7 +434,7 @@ bool lazy_cycle_search(const ExtractionProblem& p, Choice* incumbent, double* in
 Choice solve_small(const ExtractionProblem& p, Choice start, double start_cost,
                    clock::time_point deadline, bool* proven) {
   *proven = false;
-  const double scale = start_cost > 0 ? 1000 / start_cost : 1;
+  const double scale = objective_scale(p, start);
   std::vector<double> objective(p.num_nodes());
   for (NodeIndex n = 0; n < p.num_nodes(); ++n) objective[n] = p.cost(n) * scale;
   Rows rows = base_rows(p);
@@ -510,7 +562,56 @@ SubProblem make_sub_problem(const ExtractionProblem& p, const Choice& incumbent,
   return sub;
 }
 
+// A valid acyclic start for negative costs, which extract_dag refuses: its choice on the same
+// e-graph with the negative costs taken as 0.
+Choice clipped_warm_start(const ExtractionProblem& problem) {
+  ExtractionProblem clipped;
+  for (ClassIndex c = 0; c < problem.num_classes(); ++c) clipped.add_class();
+  for (NodeIndex n = 0; n < problem.num_nodes(); ++n)
+    clipped.add_node(problem.node_class(n), std::max(0.0, problem.cost(n)), problem.children(n));
+  for (ClassIndex r : problem.roots()) clipped.add_root(r);
+  return extract_dag(clipped).choice;  // same e-node indices
+}
+
 }  // namespace
+
+CostStep common_cost_step(const ExtractionProblem& p) {
+  constexpr double kEps = std::numeric_limits<double>::epsilon();
+  double scale = 1;  // 10^places
+  for (int places = 0; places <= 6; ++places, scale *= 10) {
+    int64_t divisor = 0;
+    double error = 0;
+    bool multiples = true;
+    for (NodeIndex n = 0; n < p.num_nodes() && multiples; ++n) {
+      const double x = p.cost(n) * scale, r = std::nearbyint(x);
+      // A decimal read from text and scaled by 10^places is off by an ulp or two of x.
+      const double off = 8 * kEps * std::max(1.0, std::abs(x));
+      if (std::abs(r) > 0x1p52 || std::abs(x - r) > off) {
+        multiples = false;
+      } else {
+        divisor = std::gcd(divisor, static_cast<int64_t>(std::abs(r)));
+        // How far the cost is from r / 10^places: exactly |x - r| for whole numbers, else that
+        // scaled back plus an ulp for the multiplication.
+        error +=
+            places == 0 ? std::abs(x - r) : std::abs(x - r) / scale + kEps * std::abs(p.cost(n));
+      }
+    }
+    if (!multiples) continue;
+    if (divisor == 0) return {};  // every cost is 0
+    return {static_cast<double>(divisor) / scale, error};
+  }
+  return {};
+}
+
+double round_up_to_step(double bound, const CostStep& step, double tolerance) {
+  if (!(step.step > 0) || !std::isfinite(bound)) return bound;
+  // The optimum is at least bound - tolerance, and a multiple of the step give or take
+  // step.error; a few ulps more cover the division.
+  const double below =
+      bound - tolerance - step.error - 8 * std::numeric_limits<double>::epsilon() * std::abs(bound);
+  const double up = std::ceil(below / step.step) * step.step - step.error;
+  return std::max(bound, up);
+}
 
 Choice improve_by_neighbourhoods(const ExtractionProblem& p, const Choice& start,
                                  const LnsOptions& options,
@@ -543,7 +644,7 @@ Choice improve_by_neighbourhoods(const ExtractionProblem& p, const Choice& start
     for (ClassIndex c = 0; c < num_classes; ++c)
       if (best.choice[c] != kNoNode) {
         chosen.push_back(c);
-        weight.push_back(p.cost(best.choice[c]) + 1e-12);
+        weight.push_back(std::abs(p.cost(best.choice[c])) + 1e-12);
       }
     if (chosen.empty()) break;
     ClassIndex seed =
@@ -569,7 +670,7 @@ Choice improve_by_neighbourhoods(const ExtractionProblem& p, const Choice& start
     for (ClassIndex c : region) in_n[c] = 0;
     if (sub.problem.roots().empty()) continue;
     auto sub_start = make_result(sub.problem, sub.start);
-    if (sub_start.dag_cost <= 0) continue;
+    if (sub_start.dag_cost <= 0 && sub.problem.min_cost() >= 0) continue;  // nothing to gain
     auto sub_deadline = std::min(
         deadline, clock::now() + std::chrono::duration_cast<clock::duration>(
                                      std::chrono::duration<double>(options.seconds_per_solve)));
@@ -603,7 +704,7 @@ Choice improve_by_neighbourhoods(const ExtractionProblem& p, const Choice& start
     }
     if (!is_valid_choice(p, candidate)) continue;
     ExtractionResult found = make_result(p, candidate);
-    if (found.dag_cost < best.dag_cost * (1 - 1e-12)) {
+    if (found.dag_cost < best.dag_cost - 1e-12 * std::abs(best.dag_cost)) {
       best = std::move(found);
       if (on_better) on_better(best.choice);
     }
@@ -618,7 +719,8 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
   auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
 
   Choice warm = options.warm_start;
-  if (warm.empty()) warm = extract_dag(problem).choice;
+  if (warm.empty())
+    warm = problem.min_cost() < 0 ? clipped_warm_start(problem) : extract_dag(problem).choice;
   if (!is_valid_choice(problem, warm)) fail("ILP warm start is not a valid acyclic choice");
   ExtractionResult best = make_result(problem, warm);
 
@@ -637,8 +739,17 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     return best;
   }
 
+  // What proves the best choice optimal, to a relative 1e-9 (`slack`): a lower bound that
+  // reaches its cost, after rounding up to the next multiple of the costs' common step where
+  // they have one (every DAG cost is such a multiple: with integer costs a bound of 5.5 means 6),
+  // or CBC's own proof where its gap is within the slack.
+  const CostStep step = common_cost_step(p);
+  auto slack = [&] { return 1e-9 * std::abs(best.dag_cost) + 1e-12; };
+  auto rounded = [&](double b) { return round_up_to_step(b, step, slack()); };
+  auto on_bound = [&](double b) { return rounded(b) >= best.dag_cost - slack(); };
+
   const double path_bound = critical_path_bound(p);
-  if (path_bound >= best.dag_cost * (1 - 1e-9)) {  // the warm start is on the bound
+  if (on_bound(path_bound)) {  // the warm start is on the bound
     best.optimal = true;
     best.bound = best.dag_cost;
     best.seconds = elapsed();
@@ -648,10 +759,12 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
   // machine has two cores, else the full solve with the first 75% of the time and, unless it
   // proved the optimum, the search with the rest). Each reports bounds and better acyclic
   // choices as it finds them; a truncated last report (the child killed mid-write) is ignored.
-  double bound = path_bound;  // the best proven lower bound
-  bool proven = false;
+  double bound = path_bound;  // the best proven lower bound, as reported
+  bool proven = false;        // the full solve proved the best choice optimal, to CBC's gap
   Choice incumbent = reduced_warm.choice;
   double incumbent_cost = reduced_warm.dag_cost;
+  const double scale = objective_scale(p, incumbent);  // the full solve's
+  auto proved = [&] { return (proven && kAllowableGap / scale <= slack()) || on_bound(bound); };
   auto on_report = [&](char tag, std::string_view payload) {
     if (tag == kBoundTag) {
       double value = 0;
@@ -684,7 +797,7 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
   // off), and tells `options.progress` when the best cost or the bound moved.
   constexpr size_t kUntrusted = std::numeric_limits<size_t>::max();
   std::vector<size_t> read_upto;
-  double told_cost = best.dag_cost, told_bound = bound;
+  double told_cost = best.dag_cost, told_bound = rounded(bound);
   auto read = [&](const std::vector<IsolatedRun>& runs) {
     read_upto.resize(std::max(read_upto.size(), runs.size()), 0);
     for (size_t i = 0; i < runs.size(); ++i) {
@@ -693,16 +806,17 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
           for_each_report(std::string_view(runs[i].received).substr(read_upto[i]), on_report);
       read_upto[i] = used ? read_upto[i] + *used : kUntrusted;
     }
-    if (options.progress && (best.dag_cost != told_cost || bound != told_bound)) {
+    if (options.progress && (best.dag_cost != told_cost || rounded(bound) != told_bound)) {
       told_cost = best.dag_cost;
-      told_bound = bound;
-      options.progress({elapsed(), best.dag_cost, std::min(told_bound, best.dag_cost)});
+      told_bound = rounded(bound);
+      options.progress({elapsed(), best.dag_cost,
+                        proved() ? best.dag_cost : std::min(told_bound, best.dag_cost)});
     }
-    return proven;  // a proof ends the search too
+    return proved();  // a proof ends the search; nothing else does before the deadline
   };
   auto full = [&](clock::time_point solve_deadline) {
     return [&, solve_deadline](const Report& report) {
-      lazy_cycle_search(p, &incumbent, &incumbent_cost, solve_deadline, deadline, report);
+      lazy_cycle_search(p, &incumbent, &incumbent_cost, scale, solve_deadline, deadline, report);
     };
   };
   auto search = [&](const Report& report) {
@@ -717,15 +831,13 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     const auto now = clock::now();
     const auto solve_deadline = now + (deadline - now) * 3 / 4;
     read(run_isolated(std::max(0.5, seconds_until(solve_deadline)), {full(solve_deadline)}, read));
-    if (!proven && seconds_until(deadline) > 1) {
+    if (!proved() && seconds_until(deadline) > 1) {
       read_upto.assign(1, 0);  // the search is a new first child
       read(run_isolated(seconds_until(deadline), {search}, read));
     }
   }
-  // The child proved the best choice optimal only up to CBC's tolerance; claim it only when
-  // the bound agrees.
-  best.optimal = proven && bound >= best.dag_cost * (1 - 1e-9) - 1e-12;
-  best.bound = best.optimal ? best.dag_cost : std::min(bound, best.dag_cost);
+  best.optimal = proved();
+  best.bound = best.optimal ? best.dag_cost : std::min(rounded(bound), best.dag_cost);
   best.seconds = elapsed();
   return best;
 }

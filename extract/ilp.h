@@ -19,10 +19,20 @@
 // (an e-node's cost plus its costliest child's term), and it alone proves vgg optimal. The
 // reported bound is the better of the two. The DAG-aware heuristic's choice is the first warm
 // start, so the answer is never worse than it; on the time limit the best choice found is
-// returned with `optimal` false. `optimal` means proven to a relative 1e-9. Beside the full
-// solve, neighbourhood search (below) improves the best choice; each runs in a child process,
-// both at once for the whole time on a machine with two cores or more (a proof ends both),
-// else the full solve first with 75% of the time. Only the full solve moves the bound.
+// returned with `optimal` false. `optimal` means proven to a relative 1e-9: by CBC (its
+// absolute gap on the scaled objective is within that), or by a bound that reaches the cost
+// once rounded up to the next multiple of the costs' common step, where they have one
+// (common_cost_step: with integer costs a bound of 5.5 proves a cost of 6). Nothing but a
+// proof ends the search before the time limit. Beside the full solve, neighbourhood search
+// (below) improves the best choice; each runs in a child process, both at once for the whole
+// time on a machine with two cores or more (a proof ends both), else the full solve first with
+// 75% of the time. Only the full solve moves the bound.
+//
+// Negative costs are exact too (greedy and dag refuse them). Choosing an e-class that no chosen
+// e-node needs would then pay, so the model says that a non-root e-class is chosen only when a
+// chosen e-node needs it, and cuts every cycle of a solution, reachable from a root or not; the
+// reduction keeps no dominance; the critical-path bound becomes the sum of each e-class's most
+// negative cost; the warm start is dag's choice with negative costs taken as 0.
 #include <functional>
 
 #include "extract/choice.h"
@@ -44,6 +54,19 @@ struct IlpOptions {
 };
 
 ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions& options = {});
+
+// The costs' common step: the largest s such that every e-node cost is a whole multiple of s,
+// for whole numbers (their greatest common divisor) and decimals of up to 6 places as read from
+// text (up to a few ulps: `error` bounds how far any sum of the costs is from a multiple of s).
+// step is 0 when there is none (or every cost is 0). Exposed for tests.
+struct CostStep {
+  double step = 0;
+  double error = 0;
+};
+CostStep common_cost_step(const ExtractionProblem& problem);
+// A proven lower bound on a sum of such costs, given a lower bound that may be off by
+// `tolerance`: the least multiple of the step that the sum can be (bound itself if larger).
+double round_up_to_step(double bound, const CostStep& step, double tolerance);
 
 // Large-neighbourhood search, the ILP's primal side: pick a region of e-classes (150 at first)
 // around a chosen e-class (breadth-first over parents and children of all e-nodes; the seed

@@ -1,5 +1,6 @@
 #include "extract/problem.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 #include <unordered_map>
@@ -17,14 +18,14 @@ ClassIndex ExtractionProblem::add_class() {
 NodeIndex ExtractionProblem::add_node(ClassIndex eclass, double cost,
                                       std::span<const ClassIndex> children) {
   if (eclass >= num_classes()) fail("extraction problem: e-node in unknown e-class");
-  if (!std::isfinite(cost) || cost < 0)
-    fail("extraction problem: e-node cost must be finite and non-negative, got " +
-         std::to_string(cost));
+  if (!std::isfinite(cost))
+    fail("extraction problem: e-node cost must be finite, got " + std::to_string(cost));
   for (ClassIndex c : children)
     if (c >= num_classes()) fail("extraction problem: e-node child is an unknown e-class");
   auto n = static_cast<NodeIndex>(node_class_.size());
   node_class_.push_back(eclass);
   node_cost_.push_back(cost);
+  min_cost_ = std::min(min_cost_, cost);
   child_classes_.insert(child_classes_.end(), children.begin(), children.end());
   child_begin_.push_back(static_cast<uint32_t>(child_classes_.size()));
   class_nodes_[eclass].push_back(n);
@@ -58,7 +59,6 @@ SerializedProblem make_problem(const egraph::SerializedEGraph& egraph) {
       if (it == class_of_node.end()) fail("e-node " + n.id + " has unknown child node " + c);
       children.push_back(it->second);
     }
-    if (n.cost < 0) fail("e-node " + n.id + " has a negative cost");
     out.problem.add_node(class_of_id.at(n.eclass), n.cost, children);
     out.node_ids.push_back(n.id);
   }

@@ -22,8 +22,9 @@ inline constexpr NodeIndex kNoNode = std::numeric_limits<NodeIndex>::max();
 class ExtractionProblem {
  public:
   ClassIndex add_class();
-  // Children are e-classes (one per argument; repeats allowed). Costs must be finite and >= 0
-  // (tree-cost greedy needs it to terminate with an acyclic choice); throws eqfuse::Error.
+  // Children are e-classes (one per argument; repeats allowed). Costs must be finite; they may
+  // be negative, which only the ILP supports (greedy and dag refuse them: see
+  // require_non_negative_costs in extract/greedy.h). Throws eqfuse::Error.
   NodeIndex add_node(ClassIndex eclass, double cost, std::span<const ClassIndex> children);
   void add_root(ClassIndex eclass);
 
@@ -36,6 +37,8 @@ class ExtractionProblem {
   }
   std::span<const NodeIndex> nodes(ClassIndex c) const { return class_nodes_[c]; }
   std::span<const ClassIndex> roots() const { return roots_; }
+  // The least e-node cost (0 without e-nodes); negative when some cost is.
+  double min_cost() const { return min_cost_; }
 
  private:
   std::vector<ClassIndex> node_class_;
@@ -44,6 +47,7 @@ class ExtractionProblem {
   std::vector<ClassIndex> child_classes_;
   std::vector<std::vector<NodeIndex>> class_nodes_;
   std::vector<ClassIndex> roots_;
+  double min_cost_ = 0;
 };
 
 // A problem built from a serialized e-graph, with the file's ids to map a choice back.

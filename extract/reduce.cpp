@@ -227,7 +227,9 @@ ReducedProblem reduce_problem(const ExtractionProblem& problem) {
   }
 
   // Dominance inside each e-class: visiting e-nodes cheapest first (then fewest children), one
-  // is dropped when a kept one needs a subset of its children.
+  // is dropped when a kept one needs a subset of its children. Only with non-negative costs:
+  // with negative ones the children that switching leaves out may have been worth having.
+  const bool dominance = problem.min_cost() >= 0;
   std::vector<char> kept(num_nodes, 0);
   std::vector<NodeIndex> order, kept_here;
   for (ClassIndex c = 0; c < num_classes; ++c) {
@@ -241,11 +243,12 @@ ReducedProblem reduce_problem(const ExtractionProblem& problem) {
     });
     kept_here.clear();
     for (NodeIndex a : order) {
-      for (NodeIndex b : kept_here)
-        if (std::includes(kids[a].begin(), kids[a].end(), kids[b].begin(), kids[b].end())) {
-          out.dominated_by[a] = b;
-          break;
-        }
+      if (dominance)
+        for (NodeIndex b : kept_here)
+          if (std::includes(kids[a].begin(), kids[a].end(), kids[b].begin(), kids[b].end())) {
+            out.dominated_by[a] = b;
+            break;
+          }
       if (out.dominated_by[a] == kNoNode) {
         kept[a] = 1;
         kept_here.push_back(a);

@@ -10,7 +10,8 @@
 //    children instead (recursively), which keeps paths and so cycles between the other
 //    e-classes; the e-node is put back when a choice is expanded;
 //  - dominated e-nodes: another e-node of the same e-class costs no more and needs a subset of
-//    its child e-classes (after folding), so switching to it never costs more or closes a cycle;
+//    its child e-classes (after folding), so switching to it never costs more or closes a cycle
+//    (only when no cost is negative: else what it leaves out may have paid);
 //  - e-classes not reachable from the roots through what is left.
 // Children are deduplicated: repeats change neither the DAG cost nor the cycles.
 #include "extract/choice.h"

@@ -32,6 +32,15 @@ int run_extract(const ExtractArgs& args) {
   try {
     egraph::SerializedEGraph egraph = egraph::read_serialized_egraph(args.file);
     SerializedProblem sp = make_problem(egraph);
+    // Only the ILP takes negative costs (extract/greedy.h says why); name the file's e-node.
+    if (args.method != "ilp" && sp.problem.min_cost() < 0)
+      for (NodeIndex n = 0; n < sp.problem.num_nodes(); ++n)
+        if (sp.problem.cost(n) < 0)
+          fail(fmt::format(
+              "e-node {} costs {}: --method {} needs non-negative costs (its bottom-up tree "
+              "costs need not settle on a cycle, nor stay acyclic, with negative ones); "
+              "--method ilp handles negative costs exactly",
+              sp.node_ids[n], sp.problem.cost(n), args.method));
     ExtractionResult result;
     if (args.method == "greedy") {
       result = extract_greedy(sp.problem);

@@ -161,15 +161,19 @@ TEST_CASE("the problem rejects bad costs and indices", "[extract]") {
   ExtractionProblem p;
   ClassIndex a = p.add_class();
   std::vector<ClassIndex> none, bad{7};
-  CHECK_THROWS_AS(p.add_node(a, -1, none), Error);
   CHECK_THROWS_AS(p.add_node(a, std::numeric_limits<double>::infinity(), none), Error);
+  CHECK_THROWS_AS(p.add_node(a, std::numeric_limits<double>::quiet_NaN(), none), Error);
   CHECK_THROWS_AS(p.add_node(a, 1, bad), Error);
   CHECK_THROWS_AS(p.add_root(3), Error);
   NodeIndex n = p.add_node(a, 2, none);
   p.add_root(a);
+  CHECK(p.min_cost() == 0);
   Choice c{n};
   CHECK(is_valid_choice(p, c));
   CHECK(dag_cost(p, c) == 2);
+  NodeIndex m = p.add_node(a, -1.5, none);  // negative costs are for the ILP (extract_verdicts)
+  CHECK(p.min_cost() == -1.5);
+  CHECK(dag_cost(p, Choice{m}) == -1.5);
   CHECK_FALSE(is_valid_choice(p, Choice{kNoNode}));
   CHECK_THROWS_AS(dag_cost(p, Choice{kNoNode}), Error);
 }
