@@ -36,6 +36,7 @@ class Exporter {
   onnx::ModelProto model_;
   onnx::GraphProto* graph_ = nullptr;
   std::unordered_set<std::string> used_names_;
+  std::unordered_set<std::string> node_names_;  // ONNX wants node names unique (or empty)
 };
 
 std::string Exporter::constant_input(const std::string& base, ir::Tensor value) {
@@ -78,7 +79,13 @@ void Exporter::add_weight(ValueId id) {
 
 void Exporter::add_node(const ir::Node& node) {
   onnx::NodeProto& out = *graph_->add_node();
-  out.set_name(node.name);
+  // Rewritten graphs can repeat a name (two Adds built by rules are both "Add"): keep the first,
+  // number the others.
+  std::string node_name = node.name;
+  for (int k = 1; !node_name.empty() && node_names_.count(node_name); ++k)
+    node_name = fmt::format("{}_{}", node.name, k);
+  node_names_.insert(node_name);
+  out.set_name(node_name);
   out.set_op_type(node.op_type);
   if (!node.domain.empty()) out.set_domain(node.domain);
   std::vector<std::string> inputs;

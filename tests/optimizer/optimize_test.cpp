@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "frontend/onnx_export.h"
 #include "ir/builder.h"
@@ -84,6 +85,21 @@ TEST_CASE("BatchNormalization folds into the Conv's weights at optimize time",
   auto inputs = test::random_inputs(g);
   CHECK(test::same_results(ir::Interpreter(g).run(inputs), ir::Interpreter(r.graph).run(inputs),
                            1e-4));
+}
+
+TEST_CASE("graphs with repeated node names export with unique ones", "[optimizer][fast]") {
+  // to_graph names nodes after their op, so two Adds that rules built are both "Add". ONNX
+  // Runtime refuses a model with two nodes of one name: export numbers the repeats.
+  ir::GraphBuilder b("repeated_names");
+  ir::ValueId x = b.input("x", ir::DType::f32, {ir::Dim(4)});
+  ir::ValueId y = b.op("Add", {x, x}, {}, "Add");
+  b.output(b.op("Add", {y, x}, {}, "Add"));
+  ir::Graph g = std::move(b).finish();
+  onnx::ModelProto proto = frontend::export_model_proto(g, std::filesystem::temp_directory_path());
+  REQUIRE(proto.graph().node_size() == 2);
+  std::set<std::string> names;
+  for (const auto& node : proto.graph().node()) CHECK(names.insert(node.name()).second);
+  CHECK(names.count("Add"));
 }
 
 TEST_CASE("optimize is deterministic", "[optimizer][fast]") {
