@@ -8,9 +8,9 @@ ir::TensorType bind_type(const ir::TensorType& type, const DimBindings& bindings
   for (ir::Dim& d : out.shape.dims()) {
     if (d.is_static()) continue;
     int64_t size = bindings.fallback;
-    if (bindings.by_name && !d.symbol_name().empty()) {
-      auto it = bindings.by_name->find(d.symbol_name());
-      if (it != bindings.by_name->end()) size = it->second;
+    if (bindings.by_name) {
+      // A named dim, or an expression of named dims (batch*64) once they are all bound.
+      if (auto v = d.evaluate(*bindings.by_name); v && *v > 0) size = *v;
     }
     d = ir::Dim(size);
   }

@@ -18,6 +18,7 @@
 #include "ir/interpreter.h"
 #include "ir/op_table.h"
 #include "ir/prune.h"
+#include "ir/shape_values.h"
 #include "support/error.h"
 
 namespace eqfuse::frontend {
@@ -73,6 +74,9 @@ class Importer final : public NodeSink {
       : model_dir_(std::move(model_dir)), source_(std::move(source)), options_(options) {}
 
   Graph run(onnx::ModelProto& model);
+  // Imports a control-flow body; `formal` gives types to body inputs declared without one.
+  Graph run_body(const onnx::GraphProto& body, const std::vector<ir::TensorType>& formal,
+                 const Graph& enclosing);
 
   const Graph& graph() const override { return g_; }
   std::vector<ValueId> emit(NodeSpec node) override;
@@ -90,6 +94,8 @@ class Importer final : public NodeSink {
   void add_initializer(const onnx::TensorProto& t);
   std::vector<size_t> topological_order(const onnx::GraphProto& g);
   void import_node(const onnx::NodeProto& node, size_t index);
+  void import_subgraphs(const onnx::NodeProto& node, NodeSpec& spec, const std::string& label);
+  void add_outputs(const onnx::GraphProto& graph);
   void add_constant_node(const onnx::NodeProto& node, const std::string& label);
   std::optional<ir::TensorType> declared_type(const std::string& name) const;
   bool try_fold(const ir::Node& node, const std::vector<ir::TensorType>& types,
@@ -199,7 +205,7 @@ std::vector<size_t> Importer::topological_order(const onnx::GraphProto& g) {
     collect_node_subgraph_names(node, outer);
     for (const auto& name : outer) deps.insert(name);
     for (const auto& name : deps) {
-      if (available.count(name)) continue;
+      if (available.count(name) || g_.find_value(name)) continue;
       auto it = producer.find(name);
       if (it == producer.end()) {
         bool in_body =
@@ -323,8 +329,100 @@ void Importer::import_node(const onnx::NodeProto& node, size_t index) {
       }
     }
     apply_schema_attributes(spec.op_type, "", opset_, spec.attrs, label);
+    import_subgraphs(node, spec, label);
   }
   upgrade_and_emit(*this, std::move(spec), opset_);
+}
+
+void Importer::import_subgraphs(const onnx::NodeProto& node, NodeSpec& spec,
+                                const std::string& label) {
+  const std::string& op = spec.op_type;
+  if (op != "If" && op != "Loop" && op != "Scan") return;
+  if (op == "Scan" && opset_ < 9) {
+    throw Error(fmt::format("{}: Scan before opset 9 (batched, with sequence_lens) is not "
+                            "supported",
+                            label),
+                Error::Kind::Unsupported);
+  }
+  auto input_type = [&](size_t i) -> ir::TensorType {
+    if (i >= spec.inputs.size() || spec.inputs[i] == ir::kNoValue)
+      throw Error(fmt::format("{}: input {} is required", label, i));
+    return g_.value(spec.inputs[i]).type;
+  };
+  // Types for body inputs that the model declares without one.
+  std::vector<ir::TensorType> formal;
+  if (op == "Loop") {
+    formal = {{ir::DType::i64, ir::Shape()}, {ir::DType::boolean, ir::Shape()}};
+    for (size_t i = 2; i < spec.inputs.size(); ++i) formal.push_back(input_type(i));
+  } else if (op == "Scan") {
+    int64_t m = spec.attrs.get_int("num_scan_inputs", 0);
+    if (m < 1 || size_t(m) > spec.inputs.size())
+      throw Error(fmt::format("{}: num_scan_inputs is out of range", label));
+    size_t states = spec.inputs.size() - size_t(m);
+    auto axes = spec.attrs.get_ints("scan_input_axes");
+    for (size_t i = 0; i < spec.inputs.size(); ++i) {
+      ir::TensorType t = input_type(i);
+      if (i >= states && t.shape.has_rank() && t.shape.rank() > 0) {
+        int64_t a = i - states < axes.size() ? axes[i - states] : 0;
+        auto r = static_cast<int64_t>(t.shape.rank());
+        if (a < -r || a >= r)
+          throw Error(fmt::format("{}: scan_input_axes is out of range", label));
+        t.shape.dims().erase(t.shape.dims().begin() + (a < 0 ? a + r : a));
+      }
+      formal.push_back(t);
+    }
+  }
+  for (const auto& attr : node.attribute()) {
+    if (attr.type() != onnx::AttributeProto::GRAPH && !attr.has_g()) continue;
+    Importer child(model_dir_, source_, options_);
+    child.opset_ = opset_;
+    child.g_.opsets = g_.opsets;
+    try {
+      auto body = std::make_shared<Graph>(child.run_body(attr.g(), formal, g_));
+      spec.subgraphs.push_back({attr.name(), std::move(body), size_t(attr.g().input_size())});
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: in subgraph '{}': {}", label, attr.name(), e.what()), e.kind());
+    }
+  }
+}
+
+Graph Importer::run_body(const onnx::GraphProto& body, const std::vector<ir::TensorType>& formal,
+                         const Graph& enclosing) {
+  g_.name = body.name().empty() ? "body" : body.name();
+  for (const auto& v : body.value_info()) declared_[v.name()] = &v.type();
+  for (const auto& v : body.output()) declared_[v.name()] = &v.type();
+  for (const auto& v : body.input()) reserved_.insert(v.name());
+  for (const auto& n : body.node()) {
+    for (const auto& o : n.output()) reserved_.insert(o);
+  }
+  for (const auto& t : body.initializer()) add_initializer(t);
+  for (int k = 0; k < body.input_size(); ++k) {
+    const auto& v = body.input(k);
+    bool typed = v.has_type() && v.type().value_case() == onnx::TypeProto::kTensorType &&
+                 v.type().tensor_type().elem_type() != 0;
+    if (!typed && size_t(k) >= formal.size())
+      throw Error(fmt::format("body input '{}' has no type", v.name()));
+    ir::TensorType type =
+        typed ? type_from_proto(v.type(), fmt::format("body input '{}'", v.name())) : formal[k];
+    if (typed && !type.shape.has_rank() && size_t(k) < formal.size()) type.shape = formal[k].shape;
+    g_.add_input(v.name(), type);
+  }
+  // Names read from enclosing scopes become inputs after the formal ones.
+  std::set<std::string> free;
+  collect_free_names(body, free);
+  for (const auto& name : free) {
+    if (g_.find_value(name)) continue;
+    auto id = enclosing.find_value(name);
+    if (!id)
+      throw Error(fmt::format("the body reads '{}', which no enclosing graph defines", name));
+    g_.add_input(name, enclosing.value(*id).type);
+  }
+  std::vector<size_t> order = topological_order(body);
+  for (size_t i : order) import_node(body.node(static_cast<int>(i)), i);
+  add_outputs(body);
+  std::set<std::string> read_by_subgraphs;
+  for (const auto& n : body.node()) collect_node_subgraph_names(n, read_by_subgraphs);
+  return ir::prune_unused(g_, read_by_subgraphs);
 }
 
 bool Importer::try_fold(const ir::Node& node, const std::vector<ir::TensorType>& types,
@@ -417,10 +515,12 @@ std::vector<ValueId> Importer::emit(NodeSpec spec) {
   node.def = ir::find_op(spec.op_type, spec.domain);
   node.inputs = spec.inputs;
   node.attrs = std::move(spec.attrs);
+  node.subgraphs = std::move(spec.subgraphs);
   // Inference and kernels read the output count; the values are made once types are known.
   node.outputs.assign(spec.outputs.size(), ir::kNoValue);
 
   std::vector<ir::TensorType> types;
+  std::optional<std::vector<ir::SymInt>> sym_value;
   if (node.def) {
     types = ir::infer_output_types(g_, node);
     if (types.size() < spec.outputs.size()) {
@@ -436,6 +536,15 @@ std::vector<ValueId> Importer::emit(NodeSpec spec) {
     }
     std::vector<ValueId> folded;
     if (try_fold(node, types, spec.outputs, folded)) return folded;
+    if (types.size() == 1) sym_value = ir::infer_shape_value(g_, node, types[0]);
+    if (sym_value && options_.fold_constants && !spec.outputs[0].empty()) {
+      // A shape computation whose every element is known (a static dim of a partly dynamic
+      // shape) is a constant, whatever the symbolic dims are.
+      if (auto c = ir::constant_elements(*sym_value)) {
+        ir::Tensor t = ir::Tensor::from_vector(ir::DType::i64, types[0].shape.static_dims(), *c);
+        return {g_.add_weight(spec.outputs[0], t.cast(types[0].dtype))};
+      }
+    }
   } else {
     for (const auto& name : spec.outputs) {
       auto declared = name.empty() ? std::nullopt : declared_type(name);
@@ -449,9 +558,29 @@ std::vector<ValueId> Importer::emit(NodeSpec spec) {
                            : spec.outputs[k];
     outputs.push_back(g_.add_value(name, types[k]));
   }
+  if (sym_value) {
+    g_.value(outputs[0]).sym_value =
+        std::make_shared<const std::vector<ir::SymInt>>(std::move(*sym_value));
+  }
   node.outputs = outputs;
   g_.add_node(std::move(node));
   return outputs;
+}
+
+void Importer::add_outputs(const onnx::GraphProto& graph) {
+  for (const auto& v : graph.output()) {
+    auto id = g_.find_value(v.name());
+    if (!id) {
+      throw Error(fmt::format("graph output '{}' is not produced by any node", v.name()));
+    }
+    if (v.has_type() && v.type().tensor_type().elem_type() != 0 &&
+        g_.value(*id).producer == ir::kNoNode && !g_.value(*id).is_weight()) {
+      // A graph input passed straight through: its declared types must agree.
+      merge_types(g_.value(*id).type, type_from_proto(v.type(), "graph output '" + v.name() + "'"),
+                  v.name(), "the graph input");
+    }
+    g_.add_output(*id);
+  }
 }
 
 Graph Importer::run(onnx::ModelProto& model) {
@@ -492,23 +621,22 @@ Graph Importer::run(onnx::ModelProto& model) {
   for (const auto& v : graph.input()) {
     if (auto id = g_.find_value(v.name()); id && g_.value(*id).is_weight()) continue;
     if (!v.has_type()) throw Error(fmt::format("graph input '{}' has no type", v.name()));
-    g_.add_input(v.name(), type_from_proto(v.type(), fmt::format("graph input '{}'", v.name())));
+    ir::TensorType type = type_from_proto(v.type(), fmt::format("graph input '{}'", v.name()));
+    // A dim with neither a value nor a name gets a name of its own, so that it can be bound
+    // (--dim NAME=VALUE) and followed through the graph.
+    if (type.shape.has_rank()) {
+      for (size_t k = 0; k < type.shape.rank(); ++k) {
+        ir::Dim& d = type.shape[k];
+        if (!d.is_static() && d.symbol_name().empty())
+          d = ir::Dim::symbol(fmt::format("{}_dim{}", v.name(), k));
+      }
+    }
+    g_.add_input(v.name(), type);
   }
   std::vector<size_t> order = topological_order(graph);
   for (size_t i : order) import_node(graph.node(static_cast<int>(i)), i);
 
-  for (const auto& v : graph.output()) {
-    auto id = g_.find_value(v.name());
-    if (!id) {
-      throw Error(fmt::format("graph output '{}' is not produced by any node", v.name()));
-    }
-    if (v.has_type() && g_.value(*id).producer == ir::kNoNode && !g_.value(*id).is_weight()) {
-      // A graph input passed straight through: its declared types must agree.
-      merge_types(g_.value(*id).type, type_from_proto(v.type(), "graph output '" + v.name() + "'"),
-                  v.name(), "the graph input");
-    }
-    g_.add_output(*id);
-  }
+  add_outputs(graph);
   // Constant inputs that became attributes and folded shape chains leave weights nothing
   // reads; names that If/Loop bodies read from this scope must stay.
   std::set<std::string> read_by_subgraphs;

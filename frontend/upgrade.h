@@ -24,7 +24,8 @@ struct NodeSpec {
   std::vector<ir::ValueId> inputs;
   std::vector<std::string> outputs;
   ir::Attributes attrs;
-  std::string label() const;  // "node 'conv1' (Conv)"
+  std::vector<ir::Subgraph> subgraphs = {};  // imported bodies of If, Loop and Scan
+  std::string label() const;                 // "node 'conv1' (Conv)"
 };
 
 // Where upgraded nodes go: the importer, which infers types, folds constants and adds them.

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "ir/op_table.h"
+#include "ir/shape_values.h"
 #include "support/error.h"
 
 namespace eqfuse::ir {
@@ -84,6 +85,11 @@ std::vector<ValueId> GraphBuilder::add(const std::string& op_type, std::string d
   for (size_t i = 0; i < num_outputs; ++i) {
     std::string name = graph_.unique_name(num_outputs == 1 ? base : fmt::format("{}_{}", base, i));
     node.outputs.push_back(graph_.add_value(name, types[i]));
+  }
+  if (!given_types && num_outputs == 1) {
+    if (auto sym = infer_shape_value(graph_, node, types[0]))
+      graph_.value(node.outputs[0]).sym_value =
+          std::make_shared<const std::vector<SymInt>>(std::move(*sym));
   }
   std::vector<ValueId> outs = node.outputs;
   graph_.add_node(std::move(node));

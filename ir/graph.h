@@ -28,6 +28,16 @@ inline constexpr ValueId kNoValue = ~ValueId{0};  // an omitted optional input
 inline constexpr NodeId kNoNode = ~NodeId{0};     // the producer of inputs and weights
 
 struct OpDef;  // one entry of the op table (ir/op_table.h)
+class Graph;
+
+// The body of a control-flow node (If's branches, Loop's and Scan's body), imported from the
+// subgraph attribute of that name. Its first `formal_inputs` inputs are the body's own; the
+// rest are values it reads from enclosing scopes, bound by name where the node runs.
+struct Subgraph {
+  std::string attr;
+  std::shared_ptr<const Graph> graph;
+  size_t formal_inputs = 0;
+};
 
 // Where a weight's bytes are when they are not in memory: raw little-endian elements in the
 // layout of Tensor storage, as ONNX external data stores them.
@@ -44,6 +54,11 @@ struct Value {
   uint32_t output_index = 0;             // which output of `producer`
   std::shared_ptr<const Tensor> data;    // weights and folded constants
   std::optional<ExternalData> external;  // a weight whose data is not loaded yet
+  // For a small integer tensor that a shape computation produces (Shape -> Gather -> Concat),
+  // its elements as symbolic integers ("batch", "batch*64"), when inference knows them but
+  // they are not all constant; nullptr otherwise. Reshape, Expand and the like read their
+  // output shapes from here (see ir/shape_values.h).
+  std::shared_ptr<const std::vector<SymInt>> sym_value;
   bool is_weight() const { return data != nullptr || external.has_value(); }
 };
 
@@ -55,6 +70,7 @@ struct Node {
   std::vector<ValueId> inputs;  // kNoValue marks an omitted optional input
   std::vector<ValueId> outputs;
   Attributes attrs;
+  std::vector<Subgraph> subgraphs;  // control flow only; the attributes keep the ONNX bytes
   bool is_opaque() const { return def == nullptr; }
 };
 

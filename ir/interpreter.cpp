@@ -17,7 +17,8 @@ std::string node_label(const Node& node) {
 }  // namespace
 
 std::vector<Tensor> evaluate_node(const Graph& graph, const Node& node,
-                                  const std::vector<const Tensor*>& inputs) {
+                                  const std::vector<const Tensor*>& inputs,
+                                  const ScopeLookup* scope) {
   (void)graph;
   if (node.is_opaque()) {
     throw Error(
@@ -38,6 +39,7 @@ std::vector<Tensor> evaluate_node(const Graph& graph, const Node& node,
   // The kernel sees the concrete types of this run (symbolic dims resolved).
   std::vector<TensorType> types(inputs.size());
   OpContext ctx{node, def, {}, {}};
+  ctx.scope = scope;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i]) types[i] = inputs[i]->type();
     ctx.input_types.push_back(inputs[i] ? &types[i] : nullptr);
@@ -94,28 +96,26 @@ void check_input(const Value& v, const Tensor& t, std::map<std::string, int64_t>
 }
 }  // namespace
 
-std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) const {
-  const Graph& g = graph_;
-  if (inputs.size() != g.inputs().size()) {
-    throw Error(fmt::format("graph '{}' takes {} inputs, got {}", g.name, g.inputs().size(),
-                            inputs.size()));
-  }
-  std::vector<std::shared_ptr<const Tensor>> values(g.values().size());
-  std::map<std::string, int64_t> symbols;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ValueId id = g.inputs()[i];
-    check_input(g.value(id), inputs[i], symbols);
-    // Aliasing the caller's tensor avoids a copy; it outlives this call.
-    values[id] = std::shared_ptr<const Tensor>(&inputs[i], [](const Tensor*) {});
-  }
+namespace {
 
-  // The last node reading each value, so that intermediates are freed as soon as possible.
+// Runs the nodes of `g` with its inputs already in `values`; `outer` resolves names that
+// control-flow bodies read from beyond `g`.
+std::vector<Tensor> execute(const Graph& g, std::vector<std::shared_ptr<const Tensor>> values,
+                            const ScopeLookup* outer) {
+  // The last node reading each value, so that intermediates are freed as soon as possible; a
+  // value a node's body reads by name counts as read by that node.
   const auto& nodes = g.nodes();
   std::vector<size_t> last_use(g.values().size(), 0);
   std::vector<bool> keep(g.values().size(), false);
   for (size_t n = 0; n < nodes.size(); ++n) {
     for (ValueId in : nodes[n].inputs) {
       if (in != kNoValue) last_use[in] = n;
+    }
+    for (const Subgraph& sg : nodes[n].subgraphs) {
+      const auto& body_inputs = sg.graph->inputs();
+      for (size_t i = sg.formal_inputs; i < body_inputs.size(); ++i) {
+        if (auto id = g.find_value(sg.graph->value(body_inputs[i]).name)) last_use[*id] = n;
+      }
     }
   }
   for (ValueId out : g.outputs()) keep[out] = true;
@@ -126,6 +126,12 @@ std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) const {
     if (v.is_weight()) return values[id] = g.weight_data(id);
     throw Error(fmt::format("value '{}' is read before it is computed", v.name),
                 Error::Kind::Internal);
+  };
+  ScopeLookup scope = [&](const std::string& name) -> const Tensor* {
+    if (auto id = g.find_value(name)) {
+      if (values[*id] || g.value(*id).is_weight()) return value_of(*id).get();
+    }
+    return outer && *outer ? (*outer)(name) : nullptr;
   };
 
   std::vector<const Tensor*> args;
@@ -141,7 +147,8 @@ std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) const {
       holders.push_back(value_of(in));
       args.push_back(holders.back().get());
     }
-    std::vector<Tensor> outs = evaluate_node(g, node, args);
+    std::vector<Tensor> outs =
+        evaluate_node(g, node, args, node.subgraphs.empty() ? nullptr : &scope);
     for (size_t k = 0; k < node.outputs.size(); ++k) {
       values[node.outputs[k]] = std::make_shared<const Tensor>(std::move(outs[k]));
     }
@@ -150,11 +157,67 @@ std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) const {
         values[in].reset();
       }
     }
+    for (const Subgraph& sg : node.subgraphs) {
+      const auto& body_inputs = sg.graph->inputs();
+      for (size_t i = sg.formal_inputs; i < body_inputs.size(); ++i) {
+        auto id = g.find_value(sg.graph->value(body_inputs[i]).name);
+        if (id && last_use[*id] == n && !keep[*id] && !g.value(*id).is_weight() &&
+            g.value(*id).producer != kNoNode)
+          values[*id].reset();
+      }
+    }
   }
 
   std::vector<Tensor> result;
   for (ValueId out : g.outputs()) result.push_back(*value_of(out));
   return result;
+}
+
+// Aliases a tensor the caller keeps alive for the whole run.
+std::shared_ptr<const Tensor> alias(const Tensor* t) {
+  return std::shared_ptr<const Tensor>(t, [](const Tensor*) {});
+}
+
+}  // namespace
+
+std::vector<Tensor> Interpreter::run(const std::vector<Tensor>& inputs) const {
+  const Graph& g = graph_;
+  if (inputs.size() != g.inputs().size()) {
+    throw Error(fmt::format("graph '{}' takes {} inputs, got {}", g.name, g.inputs().size(),
+                            inputs.size()));
+  }
+  std::vector<std::shared_ptr<const Tensor>> values(g.values().size());
+  std::map<std::string, int64_t> symbols;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    ValueId id = g.inputs()[i];
+    check_input(g.value(id), inputs[i], symbols);
+    values[id] = alias(&inputs[i]);
+  }
+  return execute(g, std::move(values), nullptr);
+}
+
+std::vector<Tensor> run_subgraph(const Graph& body, const std::vector<const Tensor*>& formal,
+                                 const ScopeLookup& outer) {
+  std::vector<std::shared_ptr<const Tensor>> values(body.values().size());
+  const auto& inputs = body.inputs();
+  if (formal.size() > inputs.size()) {
+    throw Error(fmt::format("subgraph '{}' takes {} inputs, got {}", body.name, inputs.size(),
+                            formal.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value& v = body.value(inputs[i]);
+    const Tensor* t = i < formal.size() ? formal[i] : (outer ? outer(v.name) : nullptr);
+    if (!t) {
+      throw Error(fmt::format("subgraph '{}' reads '{}', which is not defined where it runs",
+                              body.name, v.name));
+    }
+    if (t->dtype() != v.type.dtype) {
+      throw Error(fmt::format("subgraph '{}': input '{}' should be {}, got {}", body.name, v.name,
+                              dtype_name(v.type.dtype), t->type().str()));
+    }
+    values[inputs[i]] = alias(t);
+  }
+  return execute(body, std::move(values), &outer);
 }
 
 }  // namespace eqfuse::ir

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/op_table.h"
 #include "ir/tensor.h"
 
 namespace eqfuse::ir {
@@ -14,7 +15,14 @@ namespace eqfuse::ir {
 // input). Constant folding at import uses it too. Throws Error of kind Unsupported naming the
 // node for opaque ops and for attribute values the kernel cannot execute.
 std::vector<Tensor> evaluate_node(const Graph& graph, const Node& node,
-                                  const std::vector<const Tensor*>& inputs);
+                                  const std::vector<const Tensor*>& inputs,
+                                  const ScopeLookup* scope = nullptr);
+
+// Runs a control-flow body: `formal` binds its first inputs, `outer` the names it reads from
+// enclosing scopes (its remaining inputs). Shapes are not checked against the body's declared
+// types, which loop-carried values may outgrow.
+std::vector<Tensor> run_subgraph(const Graph& body, const std::vector<const Tensor*>& formal,
+                                 const ScopeLookup& outer);
 
 class Interpreter {
  public:

@@ -61,6 +61,7 @@ const OpTable& table() {
     register_generator_ops(builder);
     register_resize_ops(builder);
     register_recurrent_ops(builder);
+    register_control_flow_ops(builder);
     OpTable t;
     t.defs = std::move(builder.defs());
     for (const OpDef& def : t.defs) {
@@ -152,6 +153,22 @@ std::optional<std::vector<int64_t>> OpContext::ints_attr_or_input(std::string_vi
   return std::nullopt;
 }
 
+std::optional<std::vector<SymInt>> OpContext::sym_ints_input(size_t input) const {
+  if (const Tensor* t = input_value(input)) {
+    if (!is_integral(t->dtype())) return std::nullopt;
+    auto v = t->to_int64s();
+    return std::vector<SymInt>(v.begin(), v.end());
+  }
+  if (input < input_sym_values.size() && input_sym_values[input]) return *input_sym_values[input];
+  return std::nullopt;
+}
+
+std::optional<std::vector<SymInt>> OpContext::sym_ints_attr_or_input(std::string_view attr,
+                                                                     size_t input) const {
+  if (auto v = ints_attr_or_input(attr, input)) return std::vector<SymInt>(v->begin(), v->end());
+  return sym_ints_input(input);
+}
+
 ScalarExprPtr node_scalar_expr(const OpContext& ctx) {
   if (ctx.def.scalar_for_node) return ctx.def.scalar_for_node(ctx);
   if (!ctx.def.scalar) return nullptr;
@@ -188,11 +205,13 @@ OpContext make_context(const Graph& graph, const Node& node) {
     if (in == kNoValue) {
       ctx.input_types.push_back(nullptr);
       ctx.input_values.push_back(nullptr);
+      ctx.input_sym_values.push_back(nullptr);
       continue;
     }
     const Value& v = graph.value(in);
     ctx.input_types.push_back(&v.type);
     ctx.input_values.push_back(v.data.get());
+    ctx.input_sym_values.push_back(v.sym_value.get());
   }
   return ctx;
 }
@@ -229,7 +248,18 @@ std::vector<TensorType> infer_output_types(const Graph& graph, const Node& node)
       ctx.fail(fmt::format("attribute '{}' is required", spec.name));
     }
   }
-  std::vector<TensorType> out = def.infer(ctx);
+  std::vector<TensorType> out;
+  try {
+    out = def.infer(ctx);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    // A library check tripped by inputs the entry did not foresee (an index past a list):
+    // still bad input, and still named.
+    ctx.fail(fmt::format("cannot infer the output types: {}", e.what()));
+  }
   if (out.size() < node.outputs.size()) {
     ctx.fail(fmt::format("has {} outputs, the op defines {}", node.outputs.size(), out.size()));
   }

@@ -40,6 +40,10 @@ struct AttrSpec {
 
 struct OpDef;
 
+// The values visible by name where a node runs (control-flow bodies read enclosing scopes);
+// nullptr for a name not defined there.
+using ScopeLookup = std::function<const Tensor*(const std::string&)>;
+
 // What an op's inference, work count and kernel see of one node.
 struct OpContext {
   const Node& node;
@@ -48,6 +52,11 @@ struct OpContext {
   // During inference: the values of inputs that are known constants (nullptr elsewhere).
   // In a kernel: every present input's value.
   std::vector<const Tensor*> input_values;
+  // During inference: the symbolic elements of inputs that shape computations produce
+  // (Value::sym_value; nullptr elsewhere). Empty in a kernel.
+  std::vector<const std::vector<SymInt>*> input_sym_values = {};
+  // In a kernel run by the interpreter: the enclosing scope, for control-flow bodies.
+  const ScopeLookup* scope = nullptr;
 
   size_t num_inputs() const { return input_types.size(); }
   bool has_input(size_t i) const { return i < input_types.size() && input_types[i] != nullptr; }
@@ -67,6 +76,12 @@ struct OpContext {
   // An integer list given either as attribute `attr` (older opsets, or after the frontend's
   // normalization) or as constant input `input` (newer opsets); nullopt when neither is known.
   std::optional<std::vector<int64_t>> ints_attr_or_input(std::string_view attr, size_t input) const;
+  // The elements of integer input i as symbolic integers: from its constant value, else from
+  // the shape computation that produced it; nullopt when neither is known.
+  std::optional<std::vector<SymInt>> sym_ints_input(size_t input) const;
+  // The same as ints_attr_or_input, falling back to the input's symbolic elements.
+  std::optional<std::vector<SymInt>> sym_ints_attr_or_input(std::string_view attr,
+                                                            size_t input) const;
 
   // "Conv 'conv1'": for error messages.
   std::string label() const;
@@ -158,5 +173,6 @@ void register_indexing_ops(OpTableBuilder& table);       // ops/indexing.cpp
 void register_generator_ops(OpTableBuilder& table);      // ops/generator.cpp
 void register_resize_ops(OpTableBuilder& table);         // ops/resize.cpp
 void register_recurrent_ops(OpTableBuilder& table);      // ops/recurrent.cpp
+void register_control_flow_ops(OpTableBuilder& table);   // ops/control_flow.cpp: If Loop Scan
 
 }  // namespace eqfuse::ir

@@ -41,6 +41,7 @@ Graph prune_unused(const Graph& graph, const std::set<std::string>& keep) {
     for (ValueId& o : node.outputs) {
       const Value& value = graph.value(o);
       o = remap[o] = out.add_value(value.name, value.type);
+      out.value(o).sym_value = value.sym_value;
     }
     out.add_node(std::move(node));
   }

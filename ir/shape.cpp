@@ -8,8 +8,28 @@ namespace eqfuse::ir {
 
 Dim Dim::symbol(std::string name) {
   Dim d(-1);
+  d.sym_ = SymInt::symbol(name);
   d.symbol_ = std::move(name);
   return d;
+}
+
+Dim Dim::from_sym(const SymInt& size) {
+  if (!size.is_known()) return unknown();
+  if (auto c = size.constant()) return *c >= 0 ? Dim(*c) : unknown();
+  Dim d(-1);
+  d.sym_ = size;
+  d.symbol_ = size.str();
+  return d;
+}
+
+SymInt Dim::sym() const {
+  if (is_static()) return SymInt(value_);
+  return symbol_.empty() ? SymInt::unknown() : sym_;
+}
+
+std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t>& symbols) const {
+  if (is_static()) return value_;
+  return sym().evaluate(symbols);
 }
 Dim Dim::unknown() {
   return Dim(-1);

@@ -4,29 +4,44 @@
 // happens only for outputs of opaque ops whose inference failed.
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/dtype.h"
+#include "ir/sym_int.h"
 
 namespace eqfuse::ir {
 
+// A dim is static (an integer), symbolic (a named symbol such as "batch", or an expression of
+// symbols such as "batch*64", see ir/sym_int.h) or unknown ("?").
 class Dim {
  public:
   Dim(int64_t value = 0) : value_(value) {}  // NOLINT: an integer is a static dim
   static Dim symbol(std::string name);       // named dynamic dim
   static Dim unknown();                      // dynamic dim with no name
+  // The dim of a symbolic size: static when it is a constant >= 0, unknown when it is unknown
+  // or a negative constant, symbolic otherwise.
+  static Dim from_sym(const SymInt& size);
 
   bool is_static() const { return value_ >= 0; }
-  int64_t value() const { return value_; }                    // -1 when dynamic
-  const std::string& symbol_name() const { return symbol_; }  // empty when static or unknown
-  bool operator==(const Dim& other) const = default;
-  std::string str() const;  // "3", "batch", "?"
+  int64_t value() const { return value_; }  // -1 when dynamic
+  // The symbol's name or the expression's canonical text; empty when static or unknown.
+  const std::string& symbol_name() const { return symbol_; }
+  // The size as a symbolic integer (unknown for an unknown dim).
+  SymInt sym() const;
+  // The size under a binding of symbol names; nullopt when unknown or a symbol is unbound.
+  std::optional<int64_t> evaluate(const std::map<std::string, int64_t>& symbols) const;
+  bool operator==(const Dim& other) const {
+    return value_ == other.value_ && symbol_ == other.symbol_;
+  }
+  std::string str() const;  // "3", "batch", "batch*64", "?"
 
  private:
   int64_t value_;
   std::string symbol_;
+  SymInt sym_ = SymInt::unknown();  // for symbolic dims
 };
 
 class Shape {

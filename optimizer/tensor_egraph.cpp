@@ -109,7 +109,9 @@ TensorEGraph from_graph(const ir::Graph& graph) {
     }
     while (!children.empty() && children.back() == none && none != kNoId) children.pop_back();
     std::optional<ir::Attributes> attrs;
-    if (node.def && node.domain.empty()) attrs = canonical_attrs(graph, node);
+    // Control flow (If, Loop, Scan) is kept as it is: its bodies are not in the tensor language.
+    if (node.def && node.domain.empty() && node.subgraphs.empty())
+      attrs = canonical_attrs(graph, node);
     bool tuple = attrs && rules::is_tuple_op(*node.def, *attrs);
     if (attrs && !tuple && node.outputs.size() > 1) attrs.reset();  // extra outputs in use
     if (attrs && tuple && rules::op_output_count(*node.def, *attrs) != node.outputs.size())
@@ -127,6 +129,7 @@ TensorEGraph from_graph(const ir::Graph& graph) {
       kept.node.def = node.def;
       kept.node.attrs = node.attrs;
       kept.node.name = node.name;
+      kept.node.subgraphs = node.subgraphs;
       for (ir::ValueId out : node.outputs) kept.types.push_back(graph.value(out).type);
       tuple = node.outputs.size() > 1;
       analysis.add_kept_node(key, std::move(kept));

@@ -1,4 +1,4 @@
-// `eqfuse cost MODEL --device NAME [--tf32] [--bind NAME=SIZE ...] [--json]`: the predicted time
+// `eqfuse cost MODEL --device NAME [--tf32] [--dim NAME=SIZE ...] [--json]`: the predicted time
 // of each node of a model on a GPU, what bounds it (compute, memory, launch, or free when codegen
 // folds it away), and the total, from the analytic cost model (cost/cost_model.h).
 #include <fmt/format.h>
@@ -11,6 +11,7 @@
 #include "frontend/onnx_import.h"
 #include "support/error.h"
 #include "tools/command.h"
+#include "tools/random_inputs.h"
 
 namespace eqfuse::tools {
 namespace {
@@ -23,31 +24,10 @@ struct CostArgs {
   bool json = false;
 };
 
-std::map<std::string, int64_t> parse_binds(const std::vector<std::string>& binds) {
-  std::map<std::string, int64_t> out;
-  for (const std::string& b : binds) {
-    size_t eq = b.find('=');
-    int64_t size = 0;
-    bool ok = eq != std::string::npos && eq > 0;
-    if (ok) {
-      try {
-        size_t used = 0;
-        size = std::stoll(b.substr(eq + 1), &used);
-        ok = used == b.size() - eq - 1 && size > 0;
-      } catch (const std::exception&) {
-        ok = false;
-      }
-    }
-    if (!ok) fail("--bind '" + b + "': expected NAME=SIZE with SIZE a positive integer");
-    out[b.substr(0, eq)] = size;
-  }
-  return out;
-}
-
 int run_cost(const CostArgs& args) {
   cost::CostOptions options;
   options.allow_tf32 = args.tf32;
-  options.dim_bindings = parse_binds(args.binds);
+  options.dim_bindings = parse_dim_options(args.binds);
   cost::CostModel model(cost::DeviceProfile::load(args.device), options);
   ir::Graph graph = frontend::import_onnx(args.model);
   cost::GraphCost total = model.graph_cost(graph);
@@ -95,8 +75,8 @@ RegisterCommand cost_command{
                       "builtin device (a6000, a100, h100, h200) or a profile JSON file")
            ->required();
        app.add_flag("--tf32", args->tf32, "let f32 contractions use TF32 tensor cores");
-       app.add_option("--bind", args->binds,
-                      "size of a symbolic dim, NAME=SIZE (others default to 1)");
+       app.add_option("--dim", args->binds,
+                      "NAME=SIZE: the size of a symbolic dim (repeatable; others default to 1)");
        app.add_flag("--json", args->json, "one JSON document on stdout");
        return CommandMain([args] { return run_cost(*args); });
      }}};

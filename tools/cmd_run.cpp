@@ -1,12 +1,14 @@
 // `eqfuse run MODEL`: runs a model in the reference interpreter. With --test-data (ONNX layout:
 // input_K.pb, output_K.pb) it checks the outputs against the expected ones; inputs may also
-// come from --input NAME=FILE.pb or be made up (random_inputs.h). Exit 0 all outputs match,
+// come from --input NAME=FILE.pb or be made up (random_inputs.h), at the sizes --dim NAME=VALUE
+// gives symbolic dims (else the model's hints, else defaults). Exit 0 all outputs match,
 // 1 a mismatch, 2 bad input or usage, 3 an op or missing weights that stop execution.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +29,7 @@ struct RunOptions {
   std::string model;
   std::string test_data;
   std::vector<std::string> inputs;
+  std::vector<std::string> dims;
   std::string output_dir;
   double rtol = 1e-3;
   double atol = 1e-5;
@@ -82,9 +85,30 @@ int run_model(const RunOptions& opt) {
     given.push_back(std::move(t));
     source = "files";
   }
-  std::vector<ir::Tensor> inputs = given.empty() && !graph.inputs().empty()
-                                       ? random_inputs(graph, opt.seed)
-                                       : frontend::bind_inputs(graph, given);
+  std::map<std::string, int64_t> bound = parse_dim_options(opt.dims);
+  std::map<std::string, DimChoice> dims;
+  std::vector<ir::Tensor> inputs;
+  if (given.empty() && !graph.inputs().empty()) {
+    dims = choose_dims(graph, bound, dim_hints_from_test_data(graph, opt.model));
+    inputs = random_inputs(graph, opt.seed, dims);
+  } else {
+    inputs = frontend::bind_inputs(graph, given);
+    // The inputs fix the dims; --dim may only agree with them.
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const ir::Value& v = graph.value(graph.inputs()[i]);
+      if (!v.type.shape.has_rank() || v.type.shape.rank() != inputs[i].rank()) continue;
+      for (size_t k = 0; k < inputs[i].rank(); ++k) {
+        const std::string& name = v.type.shape[k].symbol_name();
+        if (name.empty() || v.type.shape[k].is_static()) continue;
+        int64_t got = inputs[i].dims()[k];
+        if (auto it = bound.find(name); it != bound.end() && it->second != got) {
+          throw Error(fmt::format("--dim {}={}: input '{}' has {} = {}", name, it->second, v.name,
+                                  name, got));
+        }
+        dims.emplace(name, DimChoice{got, source});
+      }
+    }
+  }
   if (!expected.empty() && expected.size() != graph.outputs().size()) {
     throw Error(fmt::format("{}: {} expected outputs for a model with {} outputs", opt.test_data,
                             expected.size(), graph.outputs().size()));
@@ -107,6 +131,12 @@ int run_model(const RunOptions& opt) {
   if (!opt.json) {
     std::cout << fmt::format("{}: {} inputs ({}), import {:.1f} ms, interpreter {:.1f} ms\n",
                              opt.model, inputs.size(), source, import_ms, run_ms);
+    if (!dims.empty()) {
+      std::string line;
+      for (const auto& [name, c] : dims)
+        line += fmt::format("{}{}={} ({})", line.empty() ? "" : ", ", name, c.size, c.source);
+      std::cout << "dims " << line << "\n";
+    }
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
     const std::string& name = graph.value(graph.outputs()[k]).name;
@@ -151,6 +181,9 @@ int run_model(const RunOptions& opt) {
     j["inputs_from"] = source;
     j["import_ms"] = import_ms;
     j["run_ms"] = run_ms;
+    nlohmann::json jd = nlohmann::json::object();
+    for (const auto& [name, c] : dims) jd[name] = {{"size", c.size}, {"source", c.source}};
+    j["dims"] = jd;
     j["outputs"] = jout;
     if (!expected.empty()) {
       j["rtol"] = opt.rtol;
@@ -173,6 +206,8 @@ RegisterCommand run_command{
        app.add_option("--test-data", opt->test_data,
                       "Folder with input_K.pb (and output_K.pb to compare against)");
        app.add_option("--input", opt->inputs, "NAME=FILE.pb: one input as a TensorProto file");
+       app.add_option("--dim", opt->dims,
+                      "NAME=SIZE: the size of a symbolic dim for made-up inputs (repeatable)");
        app.add_option("--output-dir", opt->output_dir, "Write the outputs there as output_K.pb");
        app.add_option("--rtol", opt->rtol, "Relative tolerance (default 1e-3)");
        app.add_option("--atol", opt->atol, "Absolute tolerance (default 1e-5)");

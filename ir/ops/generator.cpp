@@ -77,6 +77,14 @@ void add_constant_of_shape(OpTableBuilder& table) {
         if (x < 0) ctx.fail("shape entries must be non-negative");
       return std::vector<TensorType>{{t, Shape::from_dims(dims)}};
     }
+    if (auto sym = ctx.sym_ints_input(0)) {  // a shape computed from symbolic dims
+      std::vector<Dim> dims;
+      for (const SymInt& x : *sym) {
+        if (x.constant() && *x.constant() < 0) ctx.fail("shape entries must be non-negative");
+        dims.push_back(Dim::from_sym(x));
+      }
+      return std::vector<TensorType>{{t, Shape(dims)}};
+    }
     const Shape& ss = ctx.input_type(0).shape;
     if (ss.has_rank() && ss.rank() == 1 && ss[0].is_static())
       return std::vector<TensorType>{{t, unknown_dims(size_t(ss[0].value()))}};
@@ -166,6 +174,15 @@ void add_range(OpTableBuilder& table) {
     const Tensor *s = ctx.input_value(0), *l = ctx.input_value(1), *dl = ctx.input_value(2);
     if (s && l && dl)
       return std::vector<TensorType>{{t, Shape({Dim(range_count(ctx, *s, *l, *dl))})}};
+    // Integer bounds from a shape computation: Range(0, seq, 1) has seq elements.
+    auto ss = ctx.sym_ints_input(0), ls = ctx.sym_ints_input(1), ds = ctx.sym_ints_input(2);
+    if (ss && ls && ds && ss->size() == 1 && ls->size() == 1 && ds->size() == 1) {
+      auto step = (*ds)[0].constant();
+      if (step && *step > 0)
+        return std::vector<TensorType>{
+            {t, Shape({Dim::from_sym(
+                    sym_max(ceil_div((*ls)[0] - (*ss)[0], SymInt(*step)), SymInt(0)))})}};
+    }
     return std::vector<TensorType>{{t, unknown_dims(1)}};
   };
   d.work = write_work;

@@ -68,70 +68,70 @@ void add_transpose(OpTableBuilder& table) {
 
 // ---- Reshape ----------------------------------------------------------------------------
 
+// Element count of a shape as a symbolic integer (unknown when a dim or the rank is).
+SymInt sym_numel(const Shape& s) {
+  if (!s.has_rank()) return SymInt::unknown();
+  SymInt n(1);
+  for (const Dim& d : s.dims()) n = n * d.sym();
+  return n;
+}
+
 // The output shape of Reshape(in, spec): 0 copies the input dim (unless allowzero), -1 takes
-// what is left. With symbolic input dims, -1 is still resolved when the symbols the output
-// copies are exactly the input's (e.g. [batch,128,64] -> (0 -1 16) gives [batch,512,16]).
-Shape reshape_shape(const OpContext& ctx, const Shape& in, const std::vector<int64_t>& spec,
+// what is left. Entries may be symbolic (a shape computed from the input's dims), and -1 is
+// resolved symbolically: [batch,128,64] -> (0 -1 16) gives [batch,512,16], and
+// [batch,64,128] -> (batch*64 -1) gives [batch*64,128].
+Shape reshape_shape(const OpContext& ctx, const Shape& in, const std::vector<SymInt>& spec,
                     bool allowzero) {
   std::vector<Dim> out;
   int infer_at = -1;
   for (size_t i = 0; i < spec.size(); ++i) {
-    int64_t s = spec[i];
-    if (s == 0 && !allowzero) {
+    auto c = spec[i].constant();
+    if (c && *c == 0 && !allowzero) {
       if (!in.has_rank()) return unknown_dims(spec.size());
       if (i >= in.rank())
         ctx.fail("shape entry " + std::to_string(i) + " is 0 but the input has rank " +
                  std::to_string(in.rank()));
       out.push_back(in[i]);
-    } else if (s == -1) {
+    } else if (c && *c == -1) {
       if (infer_at >= 0) ctx.fail("shape has more than one -1");
       infer_at = int(i);
       out.push_back(Dim::unknown());
-    } else if (s < 0) {
-      ctx.fail("shape entry " + std::to_string(s) + " is invalid");
+    } else if (c && *c < 0) {
+      ctx.fail("shape entry " + std::to_string(*c) + " is invalid");
     } else {
-      out.push_back(Dim(s));
+      out.push_back(Dim::from_sym(spec[i]));
     }
   }
+  SymInt in_n = sym_numel(in);
   if (infer_at < 0) {
-    if (in.is_static() && Shape(out).is_static() && *in.numel() != *Shape(out).numel())
+    SymInt out_n = sym_numel(Shape(out));
+    if (in_n.is_known() && out_n.is_known() &&
+        (surely_greater(in_n, out_n) || surely_greater(out_n, in_n) ||
+         (in_n - out_n).constant().value_or(0) != 0))
       ctx.fail("cannot reshape " + in.str() + " to " + Shape(out).str());
     return Shape(out);
   }
-  if (!in.has_rank()) return Shape(out);
-  // Static parts and named symbols on both sides.
-  int64_t in_static = 1, out_static = 1;
-  std::vector<std::string> in_syms, out_syms;
-  bool anonymous = false;
-  for (const Dim& dim : in.dims()) {
-    if (dim.is_static())
-      in_static *= dim.value();
-    else if (dim.symbol_name().empty())
-      anonymous = true;
-    else
-      in_syms.push_back(dim.symbol_name());
-  }
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (int(i) == infer_at) continue;
-    if (out[i].is_static())
-      out_static *= out[i].value();
-    else if (out[i].symbol_name().empty())
-      anonymous = true;
-    else
-      out_syms.push_back(out[i].symbol_name());
-  }
-  std::sort(in_syms.begin(), in_syms.end());
-  std::sort(out_syms.begin(), out_syms.end());
-  if (anonymous || in_syms != out_syms) return Shape(out);
-  if (out_static == 0) {
-    if (in_static != 0) ctx.fail("cannot reshape " + in.str() + " with a 0 dim and -1");
+  SymInt rest(1);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (int(i) != infer_at) rest = rest * out[i].sym();
+  if (!in_n.is_known() || !rest.is_known()) return Shape(out);
+  if (rest.constant() && *rest.constant() == 0) {
+    if (in_n.constant().value_or(1) != 0)
+      ctx.fail("cannot reshape " + in.str() + " with a 0 dim and -1");
     out[size_t(infer_at)] = Dim(0);
     return Shape(out);
   }
-  if (in_static % out_static != 0)
+  SymInt q = floor_div(in_n, rest);
+  if (in_n.constant() && rest.constant() && *in_n.constant() % *rest.constant() != 0)
     ctx.fail("cannot reshape " + in.str() + " to " + Shape(out).str());
-  out[size_t(infer_at)] = Dim(in_static / out_static);
+  if (q.is_known() && q * rest != in_n && in_n.constant() && rest.constant())
+    ctx.fail("cannot reshape " + in.str() + " to " + Shape(out).str());
+  out[size_t(infer_at)] = Dim::from_sym(q);
   return Shape(out);
+}
+
+std::vector<SymInt> as_sym(const std::vector<int64_t>& v) {
+  return {v.begin(), v.end()};
 }
 
 void add_reshape(OpTableBuilder& table) {
@@ -144,7 +144,7 @@ void add_reshape(OpTableBuilder& table) {
   d.fusion = FusionClass::Layout;
   d.infer = [](const OpContext& ctx) {
     const TensorType& in = ctx.input_type(0);
-    auto spec = ctx.ints_attr_or_input("shape", 1);
+    auto spec = ctx.sym_ints_attr_or_input("shape", 1);
     if (!spec) {
       if (!ctx.has_input(1)) ctx.fail("needs a shape input");
       const Shape& ss = ctx.input_type(1).shape;
@@ -159,7 +159,7 @@ void add_reshape(OpTableBuilder& table) {
     const Tensor& x = value_of(ctx, 0);
     auto spec = ctx.ints_attr_or_input("shape", 1);
     if (!spec) ctx.fail("needs a shape input");
-    Shape s = reshape_shape(ctx, x.type().shape, *spec, ctx.attr_int("allowzero") != 0);
+    Shape s = reshape_shape(ctx, x.type().shape, as_sym(*spec), ctx.attr_int("allowzero") != 0);
     if (!s.is_static() || *s.numel() != x.numel())
       ctx.fail("cannot reshape " + x.type().shape.str() + " to " + s.str());
     return std::vector<Tensor>{x.reshaped(s.static_dims())};
@@ -313,22 +313,30 @@ void add_identity_dropout(OpTableBuilder& table) {
 
 // ---- Expand, Tile -----------------------------------------------------------------------
 
-Shape expand_shape(const OpContext& ctx, const Shape& in, const std::vector<int64_t>& target) {
+Shape expand_shape(const OpContext& ctx, const Shape& in, const std::vector<SymInt>& target) {
   size_t r = std::max(in.rank(), target.size());
   std::vector<Dim> out(r);
   for (size_t i = 0; i < r; ++i) {
     bool has_in = i < in.rank(), has_t = i < target.size();
     Dim a = has_in ? in[in.rank() - 1 - i] : Dim(1);
-    int64_t b = has_t ? target[target.size() - 1 - i] : 1;
+    SymInt b = has_t ? target[target.size() - 1 - i] : SymInt(1);
     Dim& o = out[r - 1 - i];
-    if (b == 1)
+    auto bc = b.constant();
+    if (bc && *bc < 0)
+      ctx.fail("cannot expand to a negative dim " + std::to_string(*bc));
+    else if (bc && *bc == 1)
       o = a;
     else if (a.is_static() && a.value() == 1)
-      o = Dim(b);
-    else if (a.is_static() && a.value() != b)
-      ctx.fail("cannot expand " + in.str() + " to the shape given (dim " + std::to_string(b) + ")");
+      o = Dim::from_sym(b);
+    else if (a.is_static() && bc && a.value() != *bc)
+      ctx.fail("cannot expand " + in.str() + " to the shape given (dim " + std::to_string(*bc) +
+               ")");
+    else if (a.is_static())
+      o = a;  // b is 1 or a at run time
+    else if (bc)
+      o = Dim(*bc);  // a is 1 or b at run time
     else
-      o = Dim(b);
+      o = Dim::from_sym(sym_max(a.sym(), b));  // one of them is 1, or they are equal
   }
   return Shape(out);
 }
@@ -341,7 +349,7 @@ void add_expand_tile(OpTableBuilder& table) {
     d.fusion = FusionClass::Layout;
     d.infer = [](const OpContext& ctx) {
       const TensorType& in = ctx.input_type(0);
-      auto target = ctx.ints_attr_or_input("shape", 1);
+      auto target = ctx.sym_ints_attr_or_input("shape", 1);
       if (!target || !in.shape.has_rank()) {
         const Shape& ss = ctx.input_type(1).shape;
         if (in.shape.has_rank() && ss.has_rank() && ss.rank() == 1 && ss[0].is_static())
@@ -353,7 +361,8 @@ void add_expand_tile(OpTableBuilder& table) {
     d.work = move_work;
     d.kernel = [](const OpContext& ctx) {
       const Tensor& x = value_of(ctx, 0);
-      auto out_dims = expand_shape(ctx, x.type().shape, value_of(ctx, 1).to_int64s()).static_dims();
+      auto out_dims =
+          expand_shape(ctx, x.type().shape, as_sym(value_of(ctx, 1).to_int64s())).static_dims();
       auto st = strides_of(x.dims());
       std::vector<int64_t> in_strides(out_dims.size(), 0);
       size_t off = out_dims.size() - x.rank();
@@ -369,18 +378,14 @@ void add_expand_tile(OpTableBuilder& table) {
   d.infer = [](const OpContext& ctx) {
     const TensorType& in = ctx.input_type(0);
     if (!in.shape.has_rank()) return one(in.dtype, Shape::unranked());
-    auto repeats = ctx.ints_attr_or_input("repeats", 1);
+    auto repeats = ctx.sym_ints_attr_or_input("repeats", 1);
     if (!repeats) return one(in.dtype, unknown_dims(in.shape.rank()));
     if (repeats->size() != in.shape.rank()) ctx.fail("repeats must have one entry per input dim");
     std::vector<Dim> out;
     for (size_t i = 0; i < repeats->size(); ++i) {
-      int64_t r = (*repeats)[i];
-      if (r < 0) ctx.fail("repeats must be non-negative");
-      const Dim& dim = in.shape[i];
-      out.push_back(r == 1            ? dim
-                    : dim.is_static() ? Dim(dim.value() * r)
-                    : r == 0          ? Dim(0)
-                                      : Dim::unknown());
+      const SymInt& r = (*repeats)[i];
+      if (r.constant() && *r.constant() < 0) ctx.fail("repeats must be non-negative");
+      out.push_back(Dim::from_sym(in.shape[i].sym() * r));
     }
     return one(in.dtype, Shape(out));
   };

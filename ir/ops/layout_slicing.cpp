@@ -39,12 +39,11 @@ void add_concat(OpTableBuilder& table) {
     size_t r = ranked->rank();
     int64_t axis = axis_in(ctx, ctx.attr_int("axis"), int64_t(r));
     std::vector<Dim> out(r, Dim::unknown());
-    int64_t sum = 0;
-    bool sum_known = true;
+    SymInt sum(0);
     for (size_t i = 0; i < ctx.num_inputs(); ++i) {
       const Shape& s = ctx.input_type(i).shape;
       if (!s.has_rank()) {
-        sum_known = false;
+        sum = SymInt::unknown();
         continue;
       }
       if (s.rank() != r) ctx.fail("inputs have different ranks");
@@ -57,12 +56,9 @@ void add_concat(OpTableBuilder& table) {
           if (!out[k].is_static()) out[k] = s[k];
         }
       }
-      if (s[size_t(axis)].is_static())
-        sum += s[size_t(axis)].value();
-      else
-        sum_known = false;
+      sum = sum + s[size_t(axis)].sym();
     }
-    out[size_t(axis)] = sum_known ? Dim(sum) : Dim::unknown();
+    out[size_t(axis)] = Dim::from_sym(sum);
     if (ctx.num_inputs() == 1) out[size_t(axis)] = (*ranked)[size_t(axis)];
     return std::vector<TensorType>{{first.dtype, Shape(out)}};
   };
@@ -225,36 +221,69 @@ struct SliceSpec {
   std::optional<std::vector<int64_t>> starts, ends, axes, steps;
 };
 
+// The constant parameters; axes are normalized whenever known (even when starts or ends come
+// from a shape computation), and every known list is checked against the others.
 SliceSpec slice_spec(const OpContext& ctx, size_t rank) {
   SliceSpec s;
   s.starts = ctx.ints_attr_or_input("starts", 1);
   s.ends = ctx.ints_attr_or_input("ends", 2);
   s.axes = ctx.ints_attr_or_input("axes", 3);
   s.steps = ctx.ints_attr_or_input("steps", 4);
-  if (s.starts && s.ends) {
-    size_t n = s.starts->size();
-    if (s.ends->size() != n) ctx.fail("starts and ends differ in length");
-    if (!s.axes && !ctx.has_input(3)) {
-      s.axes = std::vector<int64_t>(n);
-      std::iota(s.axes->begin(), s.axes->end(), 0);
-    }
-    if (!s.steps && !ctx.has_input(4)) s.steps = std::vector<int64_t>(n, 1);
-    if (s.axes) {
-      if (s.axes->size() != n) ctx.fail("axes and starts differ in length");
-      std::vector<bool> seen(rank, false);
-      for (int64_t& a : *s.axes) {
-        a = axis_in(ctx, a, int64_t(rank));
-        if (seen[size_t(a)]) ctx.fail("axes has duplicates");
-        seen[size_t(a)] = true;
-      }
-    }
-    if (s.steps) {
-      if (s.steps->size() != n) ctx.fail("steps and starts differ in length");
-      for (int64_t st : *s.steps)
-        if (st == 0) ctx.fail("steps must be non-zero");
+  std::optional<size_t> n;
+  auto check = [&](const std::optional<std::vector<int64_t>>& v, const char* what) {
+    if (!v) return;
+    if (n && v->size() != *n) ctx.fail(std::string(what) + " and starts/ends differ in length");
+    n = v->size();
+  };
+  check(s.starts, "starts");
+  check(s.ends, "ends");
+  if (!n) {  // lengths from the symbolic parameters
+    if (auto st = ctx.sym_ints_attr_or_input("starts", 1)) n = st->size();
+    if (auto en = ctx.sym_ints_attr_or_input("ends", 2); en && !n) n = en->size();
+  }
+  if (n && !s.axes && !ctx.has_input(3) && !ctx.has_attr("axes")) {
+    s.axes = std::vector<int64_t>(*n);
+    std::iota(s.axes->begin(), s.axes->end(), 0);
+  }
+  if (n && !s.steps && !ctx.has_input(4) && !ctx.has_attr("steps"))
+    s.steps = std::vector<int64_t>(*n, 1);
+  check(s.axes, "axes");
+  check(s.steps, "steps");
+  if (s.axes) {
+    if (s.axes->size() > rank) ctx.fail("axes has more entries than the input's rank");
+    std::vector<bool> seen(rank, false);
+    for (int64_t& a : *s.axes) {
+      a = axis_in(ctx, a, int64_t(rank));
+      if (seen[size_t(a)]) ctx.fail("axes has duplicates");
+      seen[size_t(a)] = true;
     }
   }
+  if (s.steps) {
+    for (int64_t st : *s.steps)
+      if (st == 0) ctx.fail("steps must be non-zero");
+  }
   return s;
+}
+
+// A bound of a slice along an axis of symbolic size `dim`, clamped to [0, dim]; indices that
+// are not constants are taken as non-negative (they come from shapes).
+SymInt slice_bound(const SymInt& dim, const SymInt& bound) {
+  if (auto c = bound.constant()) {
+    if (*c >= INT_MAX) return dim;
+    if (*c < 0) return sym_max(dim + bound, SymInt(0));
+  }
+  return sym_min(bound, dim);
+}
+
+// The size of a slice of a dim along an axis.
+Dim slice_dim(const Dim& dim, const SymInt& start, const SymInt& end, int64_t step) {
+  if (dim.is_static() && start.constant() && end.constant())
+    return Dim(slice_axis(dim.value(), *start.constant(), *end.constant(), step).size);
+  if (!dim.sym().is_known() || step < 0) return Dim::unknown();
+  SymInt b = slice_bound(dim.sym(), start), e = slice_bound(dim.sym(), end);
+  SymInt len = e - b;
+  if (auto c = len.constant(); !(c && *c >= 0)) len = sym_max(len, SymInt(0));
+  return Dim::from_sym(ceil_div(len, SymInt(step)));
 }
 
 void add_slice(OpTableBuilder& table) {
@@ -272,23 +301,19 @@ void add_slice(OpTableBuilder& table) {
     if (!in.shape.has_rank()) return std::vector<TensorType>{{in.dtype, Shape::unranked()}};
     size_t r = in.shape.rank();
     SliceSpec s = slice_spec(ctx, r);
+    if (!s.axes) return std::vector<TensorType>{{in.dtype, unknown_dims(r)}};
     Shape out = in.shape;
-    if (!s.starts || !s.ends || !s.axes || !s.steps) {
-      if (s.axes) {
-        for (int64_t a : *s.axes) out[size_t(a)] = Dim::unknown();
-        return std::vector<TensorType>{{in.dtype, out}};
-      }
-      return std::vector<TensorType>{{in.dtype, unknown_dims(r)}};
-    }
+    auto starts = ctx.sym_ints_attr_or_input("starts", 1);
+    auto ends = ctx.sym_ints_attr_or_input("ends", 2);
     for (size_t i = 0; i < s.axes->size(); ++i) {
       size_t a = size_t((*s.axes)[i]);
-      int64_t start = (*s.starts)[i], end = (*s.ends)[i], step = (*s.steps)[i];
-      const Dim& dim = in.shape[a];
-      if (dim.is_static()) {
-        out[a] = Dim(slice_axis(dim.value(), start, end, step).size);
-      } else if (!(start == 0 && step == 1 && end >= INT_MAX)) {
-        out[a] = Dim::unknown();  // a whole-axis slice keeps its symbol
+      if (!s.steps) {
+        out[a] = Dim::unknown();
+        continue;
       }
+      SymInt start = starts && i < starts->size() ? (*starts)[i] : SymInt::unknown();
+      SymInt end = ends && i < ends->size() ? (*ends)[i] : SymInt::unknown();
+      out[a] = slice_dim(in.shape[a], start, end, (*s.steps)[i]);
     }
     return std::vector<TensorType>{{in.dtype, out}};
   };

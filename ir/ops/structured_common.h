@@ -145,23 +145,14 @@ inline DType dtype_from_onnx_code(const OpContext& ctx, int64_t code) {
   unsupported(ctx, "data type code " + std::to_string(code) + " is not supported");
 }
 
-// Product of dims, static when all are; a single dynamic dim among 1s keeps its name.
+// Product of dims: static when all are, a symbolic product (batch*64) when some are not.
 inline Dim dims_product(const std::vector<Dim>& dims, size_t begin, size_t end) {
-  int64_t n = 1;
-  const Dim* dynamic = nullptr;
-  int dynamic_count = 0;
+  SymInt n(1);
   for (size_t i = begin; i < end; ++i) {
-    if (dims[i].is_static()) {
-      n *= dims[i].value();
-    } else {
-      dynamic = &dims[i];
-      ++dynamic_count;
-    }
+    if (dims[i].is_static() && dims[i].value() == 0) return Dim(0);
+    n = n * dims[i].sym();
   }
-  if (dynamic_count == 0) return Dim(n);
-  if (n == 0) return Dim(0);
-  if (dynamic_count == 1 && n == 1) return *dynamic;
-  return Dim::unknown();
+  return Dim::from_sym(n);
 }
 
 }  // namespace eqfuse::ir::structured

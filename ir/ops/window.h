@@ -59,7 +59,17 @@ inline std::vector<WindowAxis> window_axes(const OpContext& ctx, const std::vect
       a.pad_end = pads[n + i];
     }
     if (!in[i].is_static()) {
-      a.out = Dim::unknown();
+      // A symbolic size gives a symbolic output size; the pads of SAME depend on the size,
+      // which only kernels (static inputs) need.
+      SymInt x = in[i].sym();
+      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+        a.out = Dim::from_sym(ceil_div(x, SymInt(a.stride)));
+      } else if (!ceil_mode || a.stride == 1) {
+        SymInt span = x + SymInt(a.pad_begin + a.pad_end - eff);
+        a.out = Dim::from_sym(floor_div(span, SymInt(a.stride)) + SymInt(1));
+      } else {
+        a.out = Dim::unknown();
+      }
       continue;
     }
     int64_t x = in[i].value();

@@ -272,9 +272,9 @@ TEST_CASE("a graph's cost is the sum of its kernels", "[cost]") {
   ir::ValueId h = g.add_value("h", type(DType::f32, {256, 1024}));
   ir::ValueId r = g.add_value("r", type(DType::f32, {256, 1024}));
   ir::ValueId y = g.add_value("y", type(DType::f32, {262144}));
-  g.add_node({"mm", "MatMul", "", &test_ops().matmul, {x, w}, {h}, {}});
-  g.add_node({"act", "Relu", "", &test_ops().relu, {h}, {r}, {}});
-  g.add_node({"flat", "Reshape", "", &test_ops().reshape, {r}, {y}, {}});
+  g.add_node({"mm", "MatMul", "", &test_ops().matmul, {x, w}, {h}, {}, {}});
+  g.add_node({"act", "Relu", "", &test_ops().relu, {h}, {r}, {}, {}});
+  g.add_node({"flat", "Reshape", "", &test_ops().reshape, {r}, {y}, {}, {}});
   g.add_output(y);
   CostModel model = model_for(f);
   cost::GraphCost total = model.graph_cost(g);

@@ -43,8 +43,10 @@ TEST_CASE("Reshape handles 0, -1, allowzero and symbolic dims") {
         sym({Dim::symbol("batch"), 512, 16}));
   CHECK(SingleOp("Reshape", {b, i64({4}, {0, 0, 4, 16})}).infer()[0].shape ==
         sym({Dim::symbol("batch"), 128, 4, 16}));
-  // -1 absorbing the symbol cannot be resolved
-  CHECK(SingleOp("Reshape", {b, i64({2}, {-1, 64})}).infer()[0].shape == sym({Dim::unknown(), 64}));
+  // -1 absorbing the symbol is a symbolic product
+  CHECK(SingleOp("Reshape", {b, i64({2}, {-1, 64})}).infer()[0].shape.str() == "[batch*128,64]");
+  CHECK(SingleOp("Reshape", {b, i64({2}, {-1, 48})}).infer()[0].shape.str() ==
+        "[(batch*8192)/48,48]");
   // a non-constant shape of known length gives unknown dims of that rank
   CHECK(SingleOp("Reshape", {b, TensorType{DType::i64, Shape{3}}}).infer()[0].shape ==
         sym({Dim::unknown(), Dim::unknown(), Dim::unknown()}));
