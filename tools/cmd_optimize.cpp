@@ -18,6 +18,7 @@
 #include "optimizer/optimize.h"
 #include "support/error.h"
 #include "tools/command.h"
+#include "tools/random_inputs.h"
 
 namespace eqfuse::tools {
 namespace {
@@ -28,27 +29,6 @@ struct OptimizeArgs {
   bool json = false, no_verify = false, progress = false;
   optimizer::OptimizeOptions options;
 };
-
-std::map<std::string, int64_t> parse_dims(const std::vector<std::string>& dims) {
-  std::map<std::string, int64_t> out;
-  for (const std::string& d : dims) {
-    size_t eq = d.find('=');
-    int64_t size = 0;
-    bool ok = eq != std::string::npos && eq > 0;
-    if (ok) {
-      try {
-        size_t used = 0;
-        size = std::stoll(d.substr(eq + 1), &used);
-        ok = used == d.size() - eq - 1 && size > 0;
-      } catch (const std::exception&) {
-        ok = false;
-      }
-    }
-    if (!ok) fail("--dim '" + d + "': expected NAME=VALUE with VALUE a positive integer");
-    out[d.substr(0, eq)] = size;
-  }
-  return out;
-}
 
 nlohmann::json report_json(const optimizer::OptimizeReport& r, const std::string& out) {
   nlohmann::json j = {
@@ -122,7 +102,7 @@ int run_optimize(OptimizeArgs& args) {
   auto method = optimizer::parse_extract_method(args.extract);
   if (!method) fail("--extract '" + args.extract + "': expected dag, ilp or greedy");
   args.options.extraction.method = *method;
-  args.options.dim_bindings = parse_dims(args.dims);
+  args.options.dim_bindings = parse_dim_options(args.dims);
   args.options.verify = !args.no_verify;
   ir::Graph graph = frontend::import_onnx(args.model);
   optimizer::ProgressFn progress;
