@@ -499,7 +499,7 @@ RuleProof prove_rule(const Rule& rule, const ProveOptions& options,
   size_t index = 0;
   for (const RuleBinding* b : witness) {
     ++index;
-    if (Clock::now() >= file_deadline) break;
+    if (Clock::now() >= deadline) break;  // the rule's limit holds for the witness too
     std::vector<std::string> nonzero;
     std::optional<NumericFailure> failure;
     ir::Graph g;
