@@ -40,8 +40,9 @@ TEST_CASE("an unseparated proof is stored and reloaded as it is, never as proved
   // The first binding of a rank-4 tensor is (2,4,3,2): dims 0 and 3 share a size. With the
   // element cap at 1 (4 for separating pairs) even (2,1,1,3) is too large to tell them apart,
   // so the proof is at bounds that do not separate them.
-  rules::RuleSet set = rules::parse_rules("(rewrite relu-twice (Relu (Relu ?x)) (Relu ?x) "
-                                          ":when (rank ?x 4))");
+  rules::RuleSet set = rules::parse_rules(
+      "(rewrite relu-twice (Relu (Relu ?x)) (Relu ?x) "
+      ":when (rank ?x 4))");
   ProveOptions small;
   small.shapes.max_numel = 1;
   std::vector<const rules::Rule*> rules = {&set.rules[0]};
