@@ -54,7 +54,12 @@ double enode_seconds(const TensorEGraph& teg, const cost::CostModel& model, egra
   try {
     return model.node_cost(view->context(), own.types).seconds;
   } catch (const std::exception&) {
-    return 0;  // a node the cost model cannot count costs what its bytes would: rare, and safe
+    // A node whose work the cost model cannot count: charged as an opaque op (a launch plus its
+    // bytes), never as free, so extraction does not prefer what it cannot price.
+    std::vector<ir::TensorType> inputs;
+    for (const ir::TensorType* t : view->input_types)
+      if (t) inputs.push_back(*t);
+    return model.opaque_cost(view->node.op_type, inputs, own.types).seconds;
   }
 }
 
