@@ -5,6 +5,7 @@
 
 #include "cost/shape_binding.h"
 #include "cost/wave_quantization.h"
+#include "ir/kernel_body.h"
 #include "support/error.h"
 
 namespace eqfuse::cost {
@@ -159,6 +160,7 @@ NodeCost CostModel::node_cost(const ir::OpContext& ctx,
     }
   }
 
+  if (ctx.def.name == ir::kKernelOp) return fused_body_cost(bound, outs);
   ir::FusionClass fusion = ctx.def.fusion;
   ir::OpWork w = ctx.def.work ? ctx.def.work(bound, outs) : estimated_work(fusion, inputs, outs);
   ir::DType dtype =
@@ -186,6 +188,30 @@ NodeCost CostModel::opaque_cost(const std::string& op_type,
 NodeCost CostModel::fused_kernel_cost(const FusedKernelWork& work) const {
   return kernel_cost(work.flops, work.bytes_in + work.bytes_out, peak_for(work.fusion, work.dtype),
                      efficiency_for(work.fusion));
+}
+
+NodeCost CostModel::fused_body_cost(const ir::OpContext& bound,
+                                    const std::vector<ir::TensorType>& outputs) const {
+  auto body = ir::kernel_body(bound.attr_string(ir::kKernelBodyAttr));
+  ir::Graph g = ir::kernel_body_graph(*body, bound.input_types);
+  double flops = 0, compute = 0, bytes = 0;
+  for (const ir::Node& n : g.nodes()) {
+    NodeCost c = node_cost(g, n);  // each op's compute term keeps its own wave quantization
+    flops += c.flops;
+    compute += c.compute_seconds;
+  }
+  for (const ir::TensorType* t : bound.input_types)
+    if (t) bytes += numel(*t) * ir::dtype_size(t->dtype);
+  bytes += bytes_of(outputs);
+  NodeCost c = kernel_cost(0, bytes, profile_.fp32, 1.0);
+  c.flops = flops;
+  c.compute_seconds = compute;
+  double roofline = std::max(c.compute_seconds, c.memory_seconds);
+  c.seconds = c.launch_seconds + roofline;
+  c.bound = c.launch_seconds > roofline
+                ? Bound::Launch
+                : (c.compute_seconds > c.memory_seconds ? Bound::Compute : Bound::Memory);
+  return c;
 }
 
 NodeCost CostModel::node_cost(const ir::Graph& graph, const ir::Node& node) const {

@@ -123,6 +123,11 @@ class CostModel {
   double efficiency_for(ir::FusionClass fusion) const;
 
  private:
+  // A Kernel node (ir/kernel_body.h): one launch, the HBM bytes of its own inputs and outputs,
+  // and the compute terms of the ops of its body (GEMM wave quantization kept), intermediates
+  // on chip.
+  NodeCost fused_body_cost(const ir::OpContext& bound,
+                           const std::vector<ir::TensorType>& outputs) const;
   DeviceProfile profile_;
   CostOptions options_;
 };

@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <functional>
+#include <map>
 #include <set>
 #include <unordered_set>
 
 #include "frontend/attributes.h"
 #include "frontend/subgraph_scope.h"
 #include "frontend/tensor_proto.h"
+#include "ir/kernel_body.h"
 #include "support/error.h"
 
 namespace eqfuse::frontend {
@@ -30,14 +33,80 @@ class Exporter {
   void add_weight(ValueId id);
   void add_node(const ir::Node& node);
   std::string constant_input(const std::string& base, ir::Tensor value);
+  std::string kernel_function(const ir::Node& node);
 
   const Graph& g_;
   fs::path model_dir_;
   onnx::ModelProto model_;
   onnx::GraphProto* graph_ = nullptr;
   std::unordered_set<std::string> used_names_;
-  std::unordered_set<std::string> node_names_;  // ONNX wants node names unique (or empty)
+  std::unordered_set<std::string> node_names_;    // ONNX wants node names unique (or empty)
+  std::map<std::string, std::string> functions_;  // kernel body -> its function's name
 };
+
+using NameOf = std::function<std::string(ValueId)>;
+using ConstantFn = std::function<std::string(const std::string& base, ir::Tensor value)>;
+
+// Writes `node` of `g` as an opset-17 node: attributes the IR holds for constant inputs go back
+// to being inputs (made by `constant`).
+void write_node(const Graph& g, const ir::Node& node, onnx::NodeProto& out, const NameOf& name_of,
+                const ConstantFn& constant) {
+  out.set_op_type(node.op_type);
+  if (!node.domain.empty()) out.set_domain(node.domain);
+  std::vector<std::string> inputs;
+  for (ValueId in : node.inputs) inputs.push_back(in == ir::kNoValue ? "" : name_of(in));
+  ir::Attributes attrs = node.attrs;
+  const std::string base = node.name.empty() ? g.value(node.outputs.at(0)).name : node.name;
+  const bool onnx_op = node.domain.empty() || node.domain == "ai.onnx";
+
+  // Opset 17 takes these as inputs; the IR holds them as attributes when constant.
+  auto set_input = [&](size_t index, const std::string& name) {
+    if (inputs.size() <= index) inputs.resize(index + 1, "");
+    inputs[index] = name;
+  };
+  auto ints_to_input = [&](const char* attr, size_t index) {
+    if (auto v = attrs.ints_if_present(attr)) {
+      set_input(index, constant(base + "_" + attr,
+                                ir::Tensor::from_vector(ir::DType::i64,
+                                                        {static_cast<int64_t>(v->size())}, *v)));
+      attrs.erase(attr);
+    }
+  };
+  if (onnx_op) {
+    const std::string& op = node.op_type;
+    if (op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum") {
+      ints_to_input("axes", 1);
+    } else if (op == "Split") {
+      ints_to_input("split", 1);
+    } else if (op == "Reshape") {  // rules write (Reshape :shape (...) ?x)
+      ints_to_input("shape", 1);
+    } else if (op == "Pad") {
+      ints_to_input("pads", 1);
+    } else if (op == "Slice") {
+      ints_to_input("starts", 1);
+      ints_to_input("ends", 2);
+      ints_to_input("axes", 3);
+      ints_to_input("steps", 4);
+    } else if (op == "Clip") {
+      ir::DType dtype = g.value(node.inputs.at(0)).type.dtype;
+      const char* names[] = {"min", "max"};
+      for (size_t i = 0; i < 2; ++i) {
+        if (!attrs.has(names[i])) continue;
+        double value = attrs.get_float(names[i], 0.0);
+        set_input(i + 1,
+                  constant(base + "_" + names[i], ir::Tensor::from_doubles(dtype, {}, {value})));
+        attrs.erase(names[i]);
+      }
+    }
+  }
+  while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
+  for (const auto& in : inputs) out.add_input(in);
+  for (ValueId o : node.outputs) out.add_output(name_of(o));
+  for (const auto& [name, value] : attrs.entries()) {
+    if (onnx_op && !schema_has_attribute(node.op_type, "", kOpset, name)) continue;
+    *out.add_attribute() = attr_to_proto(name, value);
+  }
+}
 
 std::string Exporter::constant_input(const std::string& base, ir::Tensor value) {
   std::string name = base;
@@ -86,61 +155,71 @@ void Exporter::add_node(const ir::Node& node) {
     node_name = fmt::format("{}_{}", node.name, k);
   node_names_.insert(node_name);
   out.set_name(node_name);
-  out.set_op_type(node.op_type);
-  if (!node.domain.empty()) out.set_domain(node.domain);
-  std::vector<std::string> inputs;
-  for (ValueId in : node.inputs) inputs.push_back(in == ir::kNoValue ? "" : g_.value(in).name);
-  ir::Attributes attrs = node.attrs;
-  const std::string base = node.name.empty() ? g_.value(node.outputs.at(0)).name : node.name;
-  const bool onnx_op = node.domain.empty() || node.domain == "ai.onnx";
+  NameOf name_of = [&](ValueId v) { return g_.value(v).name; };
+  if (node.op_type == ir::kKernelOp && node.domain.empty()) {
+    out.set_op_type(kernel_function(node));
+    out.set_domain(ir::kKernelDomain);
+    for (ValueId in : node.inputs) out.add_input(name_of(in));
+    for (ValueId o : node.outputs) out.add_output(name_of(o));
+    *out.add_attribute() =
+        attr_to_proto(ir::kKernelBodyAttr, *node.attrs.find(ir::kKernelBodyAttr));
+    return;
+  }
+  write_node(g_, node, out, name_of, [&](const std::string& base, ir::Tensor value) {
+    return constant_input(base, std::move(value));
+  });
+}
 
-  // Opset 17 takes these as inputs; the IR holds them as attributes when constant.
-  auto set_input = [&](size_t index, const std::string& name) {
-    if (inputs.size() <= index) inputs.resize(index + 1, "");
-    inputs[index] = name;
-  };
-  auto ints_to_input = [&](const char* attr, size_t index) {
-    if (auto v = attrs.ints_if_present(attr)) {
-      set_input(index, constant_input(base + "_" + attr,
-                                      ir::Tensor::from_vector(
-                                          ir::DType::i64, {static_cast<int64_t>(v->size())}, *v)));
-      attrs.erase(attr);
-    }
-  };
-  if (onnx_op) {
-    const std::string& op = node.op_type;
-    if (op == "Squeeze" || op == "Unsqueeze" || op == "ReduceSum") {
-      ints_to_input("axes", 1);
-    } else if (op == "Split") {
-      ints_to_input("split", 1);
-    } else if (op == "Reshape") {  // rules write (Reshape :shape (...) ?x)
-      ints_to_input("shape", 1);
-    } else if (op == "Pad") {
-      ints_to_input("pads", 1);
-    } else if (op == "Slice") {
-      ints_to_input("starts", 1);
-      ints_to_input("ends", 2);
-      ints_to_input("axes", 3);
-      ints_to_input("steps", 4);
-    } else if (op == "Clip") {
-      ir::DType dtype = g_.value(node.inputs.at(0)).type.dtype;
-      const char* names[] = {"min", "max"};
-      for (size_t i = 0; i < 2; ++i) {
-        if (!attrs.has(names[i])) continue;
-        double value = attrs.get_float(names[i], 0.0);
-        set_input(i + 1, constant_input(base + "_" + names[i],
-                                        ir::Tensor::from_doubles(dtype, {}, {value})));
-        attrs.erase(names[i]);
-      }
-    }
+// One model-local function per distinct body: the body's expansion in standard ops, so any ONNX
+// runtime runs the call. It declares the attribute `body`, which calls carry so that eqfuse reads
+// its kernels back exactly.
+std::string Exporter::kernel_function(const ir::Node& node) {
+  const std::string& text = node.attrs.get_string(ir::kKernelBodyAttr, "");
+  auto known = functions_.find(text);
+  if (known != functions_.end()) return known->second;
+  std::string name = fmt::format("kernel_{}", functions_.size());
+  functions_.emplace(text, name);
+  std::vector<const ir::TensorType*> types;
+  std::vector<const ir::Tensor*> values;
+  for (ValueId in : node.inputs) {
+    types.push_back(&g_.value(in).type);
+    values.push_back(g_.value(in).data.get());
   }
-  while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();
-  for (const auto& in : inputs) out.add_input(in);
-  for (ValueId o : node.outputs) out.add_output(g_.value(o).name);
-  for (const auto& [name, value] : attrs.entries()) {
-    if (onnx_op && !schema_has_attribute(node.op_type, "", kOpset, name)) continue;
-    *out.add_attribute() = attr_to_proto(name, value);
+  Graph body = ir::kernel_body_graph(*ir::kernel_body(text), types, values);
+  onnx::FunctionProto& f = *model_.add_functions();
+  f.set_name(name);
+  f.set_domain(ir::kKernelDomain);
+  f.set_doc_string(text);
+  f.add_attribute(ir::kKernelBodyAttr);
+  auto* opset = f.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  for (size_t k = 0; k < node.inputs.size(); ++k) f.add_input(fmt::format("x{}", k));
+  f.add_output("y");
+  NameOf name_of = [&](ValueId v) -> std::string {
+    const std::string& n = body.value(v).name;
+    if (v == body.outputs()[0]) return "y";
+    if (!n.empty() && n[0] == '?') return "x" + n.substr(1);
+    return n;
+  };
+  size_t constants = 0;
+  ConstantFn constant = [&](const std::string&, ir::Tensor value) {
+    std::string out = fmt::format("c{}", constants++);
+    onnx::NodeProto& c = *f.add_node();
+    c.set_op_type("Constant");
+    c.add_output(out);
+    auto* attr = c.add_attribute();
+    attr->set_name("value");
+    attr->set_type(onnx::AttributeProto::TENSOR);
+    *attr->mutable_t() = tensor_to_proto(value, out);
+    return out;
+  };
+  for (const ir::Node& n : body.nodes()) {
+    onnx::NodeProto proto;
+    write_node(body, n, proto, name_of, constant);
+    *f.add_node() = std::move(proto);
   }
+  return name;
 }
 
 onnx::ModelProto Exporter::run() {
@@ -151,10 +230,15 @@ onnx::ModelProto Exporter::run() {
   opset->set_domain("");
   opset->set_version(kOpset);
   for (const auto& [domain, version] : g_.opsets) {
-    if (domain.empty() || domain == "ai.onnx") continue;
+    if (domain.empty() || domain == "ai.onnx" || domain == ir::kKernelDomain) continue;
     auto* o = model_.add_opset_import();
     o->set_domain(domain);
     o->set_version(version);
+  }
+  if (ir::has_kernels(g_)) {
+    auto* k = model_.add_opset_import();
+    k->set_domain(ir::kKernelDomain);
+    k->set_version(1);
   }
   graph_ = model_.mutable_graph();
   graph_->set_name(g_.name);

@@ -16,6 +16,7 @@
 #include "frontend/tensor_proto.h"
 #include "frontend/upgrade.h"
 #include "ir/interpreter.h"
+#include "ir/kernel_body.h"
 #include "ir/op_table.h"
 #include "ir/prune.h"
 #include "ir/shape_values.h"
@@ -510,9 +511,11 @@ std::vector<ValueId> Importer::emit(NodeSpec spec) {
   while (spec.outputs.size() > 1 && spec.outputs.back().empty()) spec.outputs.pop_back();
   ir::Node node;
   node.name = spec.name;
-  node.op_type = spec.op_type;
-  node.domain = spec.domain;
-  node.def = ir::find_op(spec.op_type, spec.domain);
+  // A fused kernel written by eqfuse: the call of its function carries the body.
+  const bool kernel = spec.domain == ir::kKernelDomain && spec.attrs.has(ir::kKernelBodyAttr);
+  node.op_type = kernel ? ir::kKernelOp : spec.op_type;
+  node.domain = kernel ? "" : spec.domain;
+  node.def = ir::find_op(node.op_type, node.domain);
   node.inputs = spec.inputs;
   node.attrs = std::move(spec.attrs);
   node.subgraphs = std::move(spec.subgraphs);

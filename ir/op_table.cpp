@@ -62,6 +62,7 @@ const OpTable& table() {
     register_resize_ops(builder);
     register_recurrent_ops(builder);
     register_control_flow_ops(builder);
+    register_kernel_op(builder);
     OpTable t;
     t.defs = std::move(builder.defs());
     for (const OpDef& def : t.defs) {

@@ -174,5 +174,6 @@ void register_generator_ops(OpTableBuilder& table);      // ops/generator.cpp
 void register_resize_ops(OpTableBuilder& table);         // ops/resize.cpp
 void register_recurrent_ops(OpTableBuilder& table);      // ops/recurrent.cpp
 void register_control_flow_ops(OpTableBuilder& table);   // ops/control_flow.cpp: If Loop Scan
+void register_kernel_op(OpTableBuilder& table);          // ops/kernel.cpp: fused kernels
 
 }  // namespace eqfuse::ir

@@ -8,6 +8,7 @@
 
 #include "cost/cost_model.h"
 #include "egraph/runner.h"
+#include "ir/kernel_body.h"
 #include "optimizer/fold_weights.h"
 #include "optimizer/rule_rewrites.h"
 #include "optimizer/verify.h"
@@ -79,33 +80,8 @@ rules::RuleSet proved_rules(const OptimizeOptions& options, OptimizeReport& repo
   return set;
 }
 
-}  // namespace
-
-size_t count_kernels(const ir::Graph& graph) {
-  size_t n = 0;
-  for (const ir::Node& node : graph.nodes()) n += launches_work(node.op_type);
-  return n;
-}
-
-OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
-                        const ProgressFn& progress) {
-  auto start = Clock::now();
-  OptimizeResult result;
-  OptimizeReport& report = result.report;
-  if (options.iterations == 0 || options.nodes == 0 || !(options.seconds > 0))
-    fail("optimize: the iteration, node and time limits must be positive");
-
-  cost::CostOptions cost_options;
-  cost_options.dim_bindings = options.dim_bindings;
-  cost::CostModel model(cost::DeviceProfile::load(options.device), cost_options);
-  report.kernels_before = count_kernels(graph);
-  report.ops_before = launching_ops(graph);
-  report.predicted_ms_before = model.graph_cost(graph).ms();
-
-  rules::RuleSet rules = proved_rules(options, report, progress);
-
-  // Saturation.
-  TensorEGraph teg = from_graph(graph);
+void saturate(TensorEGraph& teg, const rules::RuleSet& rules, const OptimizeOptions& options,
+              OptimizeReport& report, const ProgressFn& progress) {
   std::vector<egraph::Rewrite> rewrites = compile_rules(rules);
   egraph::RunnerOptions run;
   run.limits.iterations = options.iterations;
@@ -131,11 +107,63 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
   std::stable_sort(report.top_rules.begin(), report.top_rules.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   if (report.top_rules.size() > 10) report.top_rules.resize(10);
+}
+
+}  // namespace
+
+size_t count_kernels(const ir::Graph& graph) {
+  size_t n = 0;
+  for (const ir::Node& node : graph.nodes()) n += launches_work(node.op_type);
+  return n;
+}
+
+OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
+                        const ProgressFn& progress) {
+  auto start = Clock::now();
+  OptimizeResult result;
+  OptimizeReport& report = result.report;
+  if (options.iterations == 0 || options.nodes == 0 || !(options.seconds > 0))
+    fail("optimize: the iteration, node and time limits must be positive");
+
+  cost::CostOptions cost_options;
+  cost_options.dim_bindings = options.dim_bindings;
+  cost::CostModel model(cost::DeviceProfile::load(options.device), cost_options);
+  report.kernels_before = count_kernels(graph);
+  report.ops_before = launching_ops(graph);
+  report.predicted_ms_before = model.graph_cost(graph).ms();
+
+  TensorEGraph teg = from_graph(graph);
+  if (options.algebra) {
+    rules::RuleSet rules = proved_rules(options, report, progress);
+    saturate(teg, rules, options, report, progress);
+  } else {
+    report.stop_reason = "algebra off";
+  }
+  std::vector<NodeChoice> focus = {original_choice(teg)};
+  if (options.fusion && options.algebra) {
+    // The best graph of the algebra alone: the sequential pipeline fuses it as it is; the joint
+    // one fuses its e-classes first, among all their alternatives.
+    Extraction first = extract(teg, model, options.extraction);
+    if (options.sequential) {
+      ir::Graph algebraic = to_graph(teg, first.choice);
+      teg = from_graph(algebraic);
+      focus = {original_choice(teg)};
+    } else {
+      focus.insert(focus.begin(), first.choice);
+    }
+  }
+  if (options.fusion) {
+    if (progress) progress("fuse", fmt::format("fusing over {} e-nodes", teg.egraph->num_nodes()));
+    report.fusion = fuse(teg, options.fusion_options, focus);
+    for (const FusionRefusal& r : report.fusion.refused)
+      if (progress) progress("fuse", "refused kernel " + r.kernel + ": " + r.reason);
+  }
 
   // Extraction.
   if (progress)
-    progress("extract", fmt::format("{} extraction over {} e-nodes",
-                                    extract_method_name(options.extraction.method), ran.nodes));
+    progress("extract",
+             fmt::format("{} extraction over {} e-nodes",
+                         extract_method_name(options.extraction.method), teg.egraph->num_nodes()));
   report.extraction = extract(teg, model, options.extraction);
   ir::Graph optimized = to_graph(teg, report.extraction.choice);
 
@@ -146,6 +174,18 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
   optimized = std::move(folded.graph);
 
   report.kernels_after = count_kernels(optimized);
+  for (const ir::Node& n : optimized.nodes()) {
+    if (n.op_type != ir::kKernelOp) continue;
+    auto body = ir::kernel_body(n.attrs.get_string(ir::kKernelBodyAttr, ""));
+    std::vector<const ir::TensorType*> types;
+    std::vector<const ir::Tensor*> values;
+    for (ir::ValueId v : n.inputs) {
+      types.push_back(&optimized.value(v).type);
+      values.push_back(optimized.value(v).data.get());
+    }
+    auto kind = classify_kernel(ir::kernel_body_graph(*body, types, values));
+    ++report.kernel_kinds[kind ? kernel_kind_name(*kind) : "other"];
+  }
   report.ops_after = launching_ops(optimized);
   report.predicted_ms_after = model.graph_cost(optimized).ms();
 

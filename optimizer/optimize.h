@@ -2,8 +2,12 @@
 // The optimizer's public API: a graph goes in, the cheapest graph that eqfuse can prove equal to
 // it comes out, with a report of how it got there.
 //
-//   proved rules ─▶ from_graph ─▶ egraph::run (limits) ─▶ extract (cost::CostModel) ─▶ to_graph
-//                 ─▶ fold weight-only subgraphs ─▶ verify in the interpreter
+//   proved rules ─▶ from_graph ─▶ egraph::run (algebra, limits) ─▶ fuse (kernel e-nodes, each
+//   proved) ─▶ extract (cost::CostModel) ─▶ to_graph ─▶ fold weight-only subgraphs ─▶ verify
+//
+// Algebra and fusion share one e-graph, so extraction chooses among both at once ("joint");
+// `sequential` instead extracts after algebra and fuses that graph, as a pipeline of a graph
+// rewriter and a fusing compiler would (for comparison).
 //
 // Every rule is proved before use (rules/prove/, with the proof cache): a rule that is not
 // `proved` refuses the run (Error naming it). Limits reached are stop reasons in the report,
@@ -18,6 +22,7 @@
 #include "cost/device_profile.h"
 #include "ir/graph.h"
 #include "optimizer/extraction.h"
+#include "optimizer/fusion.h"
 
 namespace eqfuse::optimizer {
 
@@ -31,6 +36,11 @@ struct OptimizeOptions {
   size_t nodes = 50000;
   double seconds = 20;
   ExtractOptions extraction;
+  // Phases: algebraic rewriting and fusion (either may be off).
+  bool algebra = true;
+  bool fusion = true;
+  bool sequential = false;  // algebra, extract, then fuse the extracted graph
+  FusionOptions fusion_options;
   bool verify = true;
   double verify_rtol = 1e-3, verify_atol = 1e-4;
   int verify_trials = 1;
@@ -53,6 +63,9 @@ struct OptimizeReport {
   std::vector<size_t> enodes_per_iteration;
   double saturation_seconds = 0;
   std::vector<std::pair<std::string, size_t>> top_rules;  // applications, most first
+  // Fusion
+  FusionReport fusion;
+  std::map<std::string, size_t> kernel_kinds;  // fused kernels of the result by kind
   // Extraction
   Extraction extraction;
   // Before and after

@@ -5,7 +5,7 @@
 
 #include "egraph/symbol.h"
 #include "optimizer/tensor_analysis.h"
-#include "rules/attr_codec.h"
+#include "ir/attr_text.h"
 #include "rules/condition.h"
 
 namespace eqfuse::optimizer {
@@ -59,7 +59,7 @@ class AnalysisView : public rules::MatchView {
     auto it = c_.slot.find(key);
     auto kind = c_.attr_kind.find(key);
     if (it != c_.slot.end() && kind != c_.attr_kind.end() && s_[it->second] != kNoId)
-      v = rules::decode_attr(egraph::symbol_name(s_[it->second]), kind->second);
+      v = ir::decode_attr(egraph::symbol_name(s_[it->second]), kind->second);
     auto& slot = attrs_[key] = std::move(v);
     return slot ? &*slot : nullptr;
   }
@@ -114,7 +114,7 @@ class TensorApplier : public egraph::Applier {
       for (const Compiled::ComputedAttr& a : c_->computed) {
         auto v = rules::evaluate_attr(*a.expr, a.kind, view);
         if (!v) return;  // checked by the condition; cannot happen unless the e-graph changed
-        values[a.slot] = egraph::intern(rules::encode_attr(*v));
+        values[a.slot] = egraph::intern(ir::encode_attr(*v));
       }
     }
     Subst full(values.data(), values.size());
@@ -147,7 +147,7 @@ void lift_computed(Sexpr& term, Compiled& c) {
     if (item.kind == Sexpr::Kind::Keyword && i + 1 < term.items.size()) {
       Sexpr& value = term.items[i + 1];
       const ir::AttrSpec* spec = def ? def->find_attr(item.text) : nullptr;
-      if (spec && value.kind != Sexpr::Kind::Var && !rules::read_attr_literal(value, spec->kind)) {
+      if (spec && value.kind != Sexpr::Kind::Var && !ir::read_attr_literal(value, spec->kind)) {
         c.exprs.push_back(std::make_unique<Sexpr>(value));
         std::string name = "__computed" + std::to_string(c.computed.size());
         c.computed.push_back({0, c.exprs.back().get(), spec->kind});

@@ -3,7 +3,7 @@
 #include "egraph/symbol.h"
 #include "ir/interpreter.h"
 #include "optimizer/fold_weights.h"
-#include "rules/attr_codec.h"
+#include "ir/attr_text.h"
 #include "rules/condition.h"
 
 namespace eqfuse::optimizer {
@@ -51,7 +51,7 @@ std::optional<ir::Attributes> TensorAnalysis::attributes(AttrId attrs, const ir:
     std::string_view name = egraph::symbol_name(k);
     const ir::AttrSpec* spec = def.find_attr(name);
     std::optional<ir::AttrValue> value;
-    if (spec) value = rules::decode_attr(egraph::symbol_name(v), spec->kind);
+    if (spec) value = ir::decode_attr(egraph::symbol_name(v), spec->kind);
     if (!value) {
       out.reset();
       break;
@@ -65,7 +65,7 @@ std::optional<ir::Attributes> TensorAnalysis::attributes(AttrId attrs, const ir:
 std::string TensorAnalysis::leaf_name(AttrId attrs) const {
   const egraph::AttrList& list = egraph::attr_list(attrs);
   if (list.size() != 1) return {};
-  auto v = rules::decode_attr(egraph::symbol_name(list[0].second), ir::AttrKind::String);
+  auto v = ir::decode_attr(egraph::symbol_name(list[0].second), ir::AttrKind::String);
   return v ? std::get<std::string>(*v) : std::string();
 }
 
@@ -73,7 +73,7 @@ const TensorAnalysis::KeptNode* TensorAnalysis::kept_node_of(const egraph::EGrap
                                                              NodeId n) const {
   for (const auto& [k, v] : egraph::attr_list(egraph.attrs(n))) {
     if (egraph::symbol_name(k) != kNodeKey) continue;
-    auto name = rules::decode_attr(egraph::symbol_name(v), ir::AttrKind::String);
+    auto name = ir::decode_attr(egraph::symbol_name(v), ir::AttrKind::String);
     return name ? kept_node(std::get<std::string>(*name)) : nullptr;
   }
   return nullptr;
@@ -149,7 +149,7 @@ TensorData TensorAnalysis::compute(const egraph::EGraph& egraph, NodeId n) const
   if (op == egraph::kProjOp) {
     if (children.size() != 1) return out;
     const TensorData& tuple = data(egraph.find(children[0]));
-    auto index = rules::decode_attr(egraph::attr_list(attrs).empty()
+    auto index = ir::decode_attr(egraph::attr_list(attrs).empty()
                                         ? ""
                                         : egraph::symbol_name(egraph::attr_list(attrs)[0].second),
                                     ir::AttrKind::Int);

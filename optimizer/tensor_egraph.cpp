@@ -5,7 +5,7 @@
 
 #include "egraph/symbol.h"
 #include "ir/op_table.h"
-#include "rules/attr_codec.h"
+#include "ir/attr_text.h"
 #include "rules/condition.h"
 
 namespace eqfuse::optimizer {
@@ -23,13 +23,13 @@ TensorEGraph::~TensorEGraph() = default;
 namespace {
 
 AttrId one_attr(const char* key, const ir::AttrValue& value) {
-  return egraph::intern_attrs({{egraph::intern(key), egraph::intern(rules::encode_attr(value))}});
+  return egraph::intern_attrs({{egraph::intern(key), egraph::intern(ir::encode_attr(value))}});
 }
 
 AttrId payload(const ir::Attributes& attrs) {
   egraph::AttrList list;
   for (const auto& [k, v] : attrs.entries())
-    list.emplace_back(egraph::intern(k), egraph::intern(rules::encode_attr(v)));
+    list.emplace_back(egraph::intern(k), egraph::intern(ir::encode_attr(v)));
   return egraph::intern_attrs(std::move(list));
 }
 
@@ -234,7 +234,7 @@ class GraphRebuilder {
     std::string_view op = egraph::symbol_name(eg_.op(n));
     const egraph::AttrList& attrs = egraph::attr_list(eg_.attrs(n));
     auto string_attr = [&]() -> std::string {
-      auto v = rules::decode_attr(egraph::symbol_name(attrs.at(0).second), ir::AttrKind::String);
+      auto v = ir::decode_attr(egraph::symbol_name(attrs.at(0).second), ir::AttrKind::String);
       return v ? std::get<std::string>(*v) : std::string();
     };
     if (op == kInputOp) {
@@ -255,7 +255,7 @@ class GraphRebuilder {
     auto children = eg_.children(n);
     if (op == egraph::kProjOp) {
       std::vector<ir::ValueId> tuple = build(children[0]);
-      auto k = rules::decode_attr(egraph::symbol_name(attrs.at(0).second), ir::AttrKind::Int);
+      auto k = ir::decode_attr(egraph::symbol_name(attrs.at(0).second), ir::AttrKind::Int);
       auto index = static_cast<size_t>(std::get<int64_t>(*k));
       if (index >= tuple.size()) fail("to_graph: Proj index out of range");
       return {tuple[index]};

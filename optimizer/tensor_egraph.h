@@ -6,7 +6,7 @@
 //
 // The tensor language:
 //  - a node of a known op is `(Op :attr value... child...)`, attribute values spelled by
-//    rules/attr_codec.h, so rule patterns' literals match them; schema attributes with a default
+//    ir/attr_text.h, so rule patterns' literals match them; schema attributes with a default
 //    are always present (filled in), so `:alpha ?a` binds and an unwritten attribute in a rule
 //    means its default. Two canonicalizations make more rules match: a Transpose without `perm`
 //    gets the reversed permutation when the rank is known, and a Split without `split` gets

@@ -1,6 +1,6 @@
 #include "rules/checker.h"
 
-#include "rules/attr_codec.h"
+#include "ir/attr_text.h"
 #include "rules/condition.h"
 #include "rules/parser.h"
 
@@ -21,7 +21,7 @@ std::string binding_string(const RuleBinding& b) {
   }
   for (const auto& [name, a] : b.attrs) {
     sep();
-    out += "?" + name + " = " + encode_attr(a);
+    out += "?" + name + " = " + ir::encode_attr(a);
   }
   return out;
 }

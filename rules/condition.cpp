@@ -6,7 +6,7 @@
 #include <map>
 
 #include "egraph/egraph.h"
-#include "rules/attr_codec.h"
+#include "ir/attr_text.h"
 
 namespace eqfuse::rules {
 
@@ -508,7 +508,7 @@ std::optional<ir::Attributes> term_attributes(const Sexpr& term, const ir::OpDef
     if (value.kind == Sexpr::Kind::Var) {
       if (const ir::AttrValue* a = view.attr(value.text)) v = *a;
     } else {
-      v = read_attr_literal(value, spec->kind);
+      v = ir::read_attr_literal(value, spec->kind);
       if (!v) v = evaluate_attr(value, spec->kind, view);
     }
     if (!v) return std::nullopt;

@@ -8,7 +8,7 @@
 
 #include "egraph/egraph.h"
 #include "ir/op_table.h"
-#include "rules/attr_codec.h"
+#include "ir/attr_text.h"
 #include "rules/condition.h"
 
 namespace eqfuse::rules {
@@ -156,8 +156,8 @@ class RuleReader {
         values[key->text] = *value;
         continue;
       }
-      if (auto literal = read_attr_literal(*value, spec->kind)) {
-        Sexpr canon = attr_to_sexpr(*literal);
+      if (auto literal = ir::read_attr_literal(*value, spec->kind)) {
+        Sexpr canon = ir::attr_to_sexpr(*literal);
         locate(canon, *value);
         values[key->text] = canon;
         continue;
@@ -174,7 +174,7 @@ class RuleReader {
     for (const ir::AttrSpec& spec : def->attrs) {
       if (values.count(spec.name)) continue;
       if (spec.default_value) {
-        Sexpr canon = attr_to_sexpr(*spec.default_value);
+        Sexpr canon = ir::attr_to_sexpr(*spec.default_value);
         locate(canon, head);
         values[spec.name] = canon;
       } else if (spec.required) {
@@ -192,7 +192,7 @@ class RuleReader {
     ir::Attributes literal_attrs;
     for (auto& [key, value] : values) {
       const ir::AttrSpec* spec = def->find_attr(key);
-      if (auto v = read_attr_literal(value, spec->kind)) literal_attrs.set(key, *v);
+      if (auto v = ir::read_attr_literal(value, spec->kind)) literal_attrs.set(key, *v);
     }
     bool tuple = def->name == "Split" || is_tuple_op(*def, literal_attrs);
     if (tuple && !tuple_ok)
@@ -221,7 +221,7 @@ class RuleReader {
     for (size_t i = 1; i + 1 < child.items.size(); ++i)
       if (child.items[i].kind == Sexpr::Kind::Keyword) {
         if (const ir::AttrSpec* spec = def->find_attr(child.items[i].text))
-          if (auto v = read_attr_literal(child.items[i + 1], spec->kind))
+          if (auto v = ir::read_attr_literal(child.items[i + 1], spec->kind))
             literal_attrs.set(child.items[i].text, *v);
         ++i;
       }

@@ -8,7 +8,7 @@
 //  - a class variable `?x` is a leaf standing for any tensor;
 //  - `(Op :attr value ... child...)`: every attribute of the op's schema that has a default and
 //    is not written is filled in with that default, and every written literal value is rewritten
-//    in its canonical spelling (`encode_attr`, rules/attr_codec.h), which is exactly the text the
+//    in its canonical spelling (`encode_attr`, ir/attr_text.h), which is exactly the text the
 //    tensor e-graph interns for that attribute; `:attr ?p` is an attribute variable;
 //  - on the right-hand side an attribute may be computed from the matched shapes and attributes:
 //    `:split ((dim ?w1 -1) (dim ?w2 -1))`, `:axis (+ ?a 1)` (see rules/condition.h for the

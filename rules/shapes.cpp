@@ -10,7 +10,7 @@
 #include <random>
 #include <tuple>
 
-#include "rules/attr_codec.h"
+#include "ir/attr_text.h"
 #include "rules/condition.h"
 
 namespace eqfuse::rules {
@@ -86,7 +86,7 @@ std::string binding_key(const RuleBinding& b) {
   std::string k;
   for (const auto& [name, t] : b.types) k += name + ":" + t.str() + ";";
   for (const auto& [name, t] : b.values) k += name + "=" + t.str(64) + ";";
-  for (const auto& [name, a] : b.attrs) k += name + "=" + encode_attr(a) + ";";
+  for (const auto& [name, a] : b.attrs) k += name + "=" + ir::encode_attr(a) + ";";
   return k;
 }
 
@@ -152,7 +152,7 @@ class Enumerator {
       for (const auto& tuple : tuples) {
         if (auto s = structured_seed(ranks, tuple)) {
           explore(std::move(*s));
-          for (size_t i = 0; i < tuple.size(); ++i) seeded_values[i].insert(encode_attr(tuple[i]));
+          for (size_t i = 0; i < tuple.size(); ++i) seeded_values[i].insert(ir::encode_attr(tuple[i]));
         } else {
           unseeded.push_back(&tuple);
         }
@@ -168,7 +168,7 @@ class Enumerator {
         for (const auto* tuple : unseeded) {
           bool each_valid = true;
           for (size_t i = 0; i < tuple->size() && each_valid; ++i)
-            each_valid = seeded_values[i].count(encode_attr((*tuple)[i])) > 0;
+            each_valid = seeded_values[i].count(ir::encode_attr((*tuple)[i])) > 0;
           if (!each_valid) continue;
           if (auto s = random_seed(ranks, {*tuple}, combo_index, 128)) explore(std::move(*s));
           if (exhausted_) break;
@@ -777,7 +777,7 @@ class Enumerator {
       if (all_one) c.features.insert("all-ones ?" + v);
     }
     for (size_t i = 0; i < rule_.attr_vars.size(); ++i) {
-      c.attr_values.push_back(encode_attr(p.attrs[i]));
+      c.attr_values.push_back(ir::encode_attr(p.attrs[i]));
       c.features.insert(
           fmt::format("attr ?{} {} {}", rule_.attr_vars[i].name, c.attr_values.back(), combo));
     }
@@ -829,7 +829,7 @@ class Enumerator {
         cov.ranks[name].insert(static_cast<int64_t>(t.dims().size()));
         for (int64_t d : t.dims()) cov.dim_sizes.insert(d);
       }
-      for (const auto& [name, a] : b.attrs) cov.attrs[name].insert(encode_attr(a));
+      for (const auto& [name, a] : b.attrs) cov.attrs[name].insert(ir::encode_attr(a));
     }
   }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "frontend/onnx_import.h"
+#include "ir/kernel_body.h"
 #include "support/error.h"
 #include "tools/command.h"
 #include "tools/model_summary.h"
@@ -42,6 +43,18 @@ int run_info(const InfoOptions& opt) {
     ++histogram[op];
     if (n.is_opaque()) ++opaque[op];
   }
+  // Fused kernels (ir/kernel_body.h): each with its body.
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const ir::Node& n : graph.nodes()) {
+    if (n.op_type != ir::kKernelOp || !n.domain.empty()) continue;
+    nlohmann::json inputs = nlohmann::json::array();
+    for (ir::ValueId v : n.inputs) inputs.push_back(graph.value(v).name);
+    kernels.push_back({{"name", n.name},
+                       {"body", n.attrs.get_string(ir::kKernelBodyAttr, "")},
+                       {"inputs", inputs},
+                       {"output", graph.value(n.outputs[0]).name},
+                       {"type", graph.value(n.outputs[0]).type.str()}});
+  }
   std::vector<std::string> missing = missing_weight_files(graph);
   int64_t weights = static_cast<int64_t>(graph.weights().size());
 
@@ -63,6 +76,7 @@ int run_info(const InfoOptions& opt) {
     j["nodes"] = graph.nodes().size();
     j["ops"] = histogram;
     j["opaque_ops"] = opaque;
+    j["kernels"] = kernels;
     j["parameters"] = {{"count", graph.parameter_count()},
                        {"bytes", graph.parameter_bytes()},
                        {"tensors", weights},
@@ -92,6 +106,12 @@ int run_info(const InfoOptions& opt) {
   std::cout << "ops\n";
   for (const auto& [op, count] : ops) {
     std::cout << fmt::format("  {:<24} {:>5}{}\n", op, count, opaque.count(op) ? "  (opaque)" : "");
+  }
+  for (const auto& k : kernels) {
+    std::string ins;
+    for (const auto& i : k["inputs"]) ins += (ins.empty() ? "" : ", ") + i.get<std::string>();
+    std::cout << fmt::format("kernel  {} {} = {}  [{}]\n", k["output"].get<std::string>(),
+                             k["type"].get<std::string>(), k["body"].get<std::string>(), ins);
   }
   if (opaque.empty()) {
     std::cout << "opaque  none: every op is in the op table\n";

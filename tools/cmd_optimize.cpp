@@ -1,6 +1,7 @@
 // `eqfuse optimize MODEL -o OUT.onnx [--device NAME|FILE] [--dim NAME=VALUE...] [--rules FILE...]
 // [--time-limit S] [--node-limit N] [--iter-limit N] [--extract dag|ilp|greedy] [--ilp-time S]
-// [--report FILE.json] [--json] [--no-verify] [--progress]`: optimizes a model
+// [--phases algebra,fusion] [--sequential] [--report FILE.json] [--json] [--no-verify]
+// [--progress]`: optimizes a model
 // (optimizer/optimize.h) and writes the result as ONNX. Prints a summary (kernels and predicted
 // ms before and after, stop reason, extraction, verification); --json puts the report on stdout
 // as one JSON object. Exit 0 done, 1 a rule not proved or verification failed, 2 bad input or
@@ -24,7 +25,8 @@ namespace eqfuse::tools {
 namespace {
 
 struct OptimizeArgs {
-  std::string model, out, report, extract = "dag";
+  std::string model, out, report, extract = "dag", phases = "algebra,fusion";
+  bool sequential = false;
   std::vector<std::string> dims;
   bool json = false, no_verify = false, progress = false;
   optimizer::OptimizeOptions options;
@@ -61,6 +63,20 @@ nlohmann::json report_json(const optimizer::OptimizeReport& r, const std::string
       {"verify_max_abs_error", r.verify_max_abs_error},
       {"verify_seconds", r.verify_seconds}};
   if (!r.folding_note.empty()) j["folding_note"] = r.folding_note;
+  nlohmann::json refused = nlohmann::json::array();
+  for (const auto& f : r.fusion.refused)
+    refused.push_back({{"kernel", f.kernel}, {"reason", f.reason}});
+  j["fusion"] = {{"rounds", r.fusion.rounds},
+                 {"kernels_added", r.fusion.kernels_added},
+                 {"candidates", r.fusion.candidates},
+                 {"proved_reflexive", r.fusion.proved_reflexive},
+                 {"proved_z3", r.fusion.proved_z3},
+                 {"refused", refused},
+                 {"enodes_before", r.fusion.enodes_before},
+                 {"enodes_after", r.fusion.enodes_after},
+                 {"stop_reason", r.fusion.stop_reason},
+                 {"seconds", r.fusion.seconds}};
+  j["kernel_kinds"] = r.kernel_kinds;
   nlohmann::json top = nlohmann::json::array();
   for (const auto& [name, n] : r.top_rules) top.push_back({{"rule", name}, {"applications", n}});
   j["top_rules"] = top;
@@ -77,6 +93,17 @@ void print_summary(const optimizer::OptimizeReport& r, const std::string& out) {
   std::cout << fmt::format(
       "saturation: {} iterations, {} e-nodes, {} e-classes, stop: {} ({:.2f} s)\n", r.iterations,
       r.enodes, r.eclasses, r.stop_reason, r.saturation_seconds);
+  if (r.fusion.rounds)
+    std::cout << fmt::format(
+        "fusion: {} rounds, {} kernel e-nodes ({} -> {} e-nodes), {} refused, stop: {} ({:.2f} "
+        "s)\n",
+        r.fusion.rounds, r.fusion.kernels_added, r.fusion.enodes_before, r.fusion.enodes_after,
+        r.fusion.refused.size(), r.fusion.stop_reason, r.fusion.seconds);
+  if (!r.kernel_kinds.empty()) {
+    std::cout << "fused kernels:";
+    for (const auto& [kind, n] : r.kernel_kinds) std::cout << fmt::format(" {} {}", kind, n);
+    std::cout << "\n";
+  }
   std::string bound =
       r.extraction.bound_ms ? fmt::format(", bound {:.4f}", *r.extraction.bound_ms) : "";
   std::cout << fmt::format("extraction: {}, cost {:.4f} ms{}{} ({:.2f} s)\n", r.extraction.method,
@@ -104,6 +131,19 @@ int run_optimize(OptimizeArgs& args) {
   args.options.extraction.method = *method;
   args.options.dim_bindings = parse_dim_options(args.dims);
   args.options.verify = !args.no_verify;
+  args.options.algebra = args.options.fusion = false;
+  for (size_t at = 0; at <= args.phases.size();) {
+    size_t comma = std::min(args.phases.find(',', at), args.phases.size());
+    std::string phase = args.phases.substr(at, comma - at);
+    if (phase == "algebra")
+      args.options.algebra = true;
+    else if (phase == "fusion")
+      args.options.fusion = true;
+    else
+      fail("--phases: unknown phase '" + phase + "' (expected algebra, fusion or both)");
+    at = comma + 1;
+  }
+  args.options.sequential = args.sequential;
   ir::Graph graph = frontend::import_onnx(args.model);
   optimizer::ProgressFn progress;
   if (args.progress || (!args.json && isatty(STDERR_FILENO)))
@@ -147,6 +187,11 @@ RegisterCommand optimize_command{
        app.add_option("--ilp-time", args->options.extraction.ilp_seconds,
                       "the ILP's time limit in seconds (default 10)")
            ->check(CLI::PositiveNumber);
+       app.add_option("--phases", args->phases,
+                      "which phases run: algebra, fusion or algebra,fusion (default)");
+       app.add_flag("--sequential", args->sequential,
+                    "extract after algebra, then fuse that graph (for comparison with the joint "
+                    "default)");
        app.add_option("--report", args->report, "also write the report as JSON to this file");
        app.add_flag("--json", args->json, "stdout: the report as one JSON object");
        app.add_flag("--no-verify", args->no_verify, "skip running both graphs in the interpreter");

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "ir/broadcast.h"
+#include "ir/kernel_body.h"
 #include "ir/op_table.h"
 #include "ir/scalar_expr.h"
 #include "support/error.h"
@@ -466,6 +467,11 @@ class NodeEncoder {
 };
 
 Encoding Encoder::encode(const ir::Graph& graph) {
+  // A kernel means its body: the encoding is the body's ops, expanded in place.
+  if (ir::has_kernels(graph)) {
+    ir::Graph inlined = ir::inline_kernels(graph);
+    return NodeEncoder(*this, inlined).run();
+  }
   return NodeEncoder(*this, graph).run();
 }
 

@@ -17,6 +17,7 @@
 //    a zero divisor as the interpreter gives; floating Mod as x - y*trunc(x/y); Round (half to
 //    even) through to_int. Integer inputs are Z3 integers; integer arithmetic is unbounded, so
 //    int64 wrap-around is not covered;
+//  - a fused Kernel: its body's ops (ir/kernel_body.h), expanded in place;
 //  - anything else (Resize, LSTM...): Error of kind Unsupported, which the prover reports as an
 //    unknown verdict.
 // Graph inputs are symbolic (element i of input "x" is the real constant "x[i]"); weights are

@@ -2,7 +2,7 @@
 // broadcast dims, distinct sizes for dims a rule does not tie together, a reported cap.
 #include <catch2/catch.hpp>
 
-#include "rules/attr_codec.h"
+#include "ir/attr_text.h"
 #include "rules/parser.h"
 #include "rules/shapes.h"
 
@@ -34,7 +34,7 @@ TEST_CASE("every permutation of every rank is tried", "[rules][shapes][fast]") {
     std::sort(sorted.begin(), sorted.end());
     bool is_perm = true;
     for (size_t i = 0; i < sorted.size(); ++i) is_perm = is_perm && sorted[i] == int64_t(i);
-    if (is_perm) perms.insert(encode_attr(b.attrs.at("p")));
+    if (is_perm) perms.insert(ir::encode_attr(b.attrs.at("p")));
   }
   // 1 + 1 + 2 + 6 + 24 permutations of ranks 0 to 4 (and whatever else Transpose accepts,
   // such as (-1) at rank 1).
@@ -116,7 +116,7 @@ TEST_CASE("two attribute variables meet in every combination", "[rules][shapes][
   Enumeration en = enumerate_bindings(r);
   std::set<std::pair<std::string, std::string>> pairs;
   for (const RuleBinding& b : en.bindings)
-    pairs.insert({encode_attr(b.attrs.at("p")), encode_attr(b.attrs.at("q"))});
+    pairs.insert({ir::encode_attr(b.attrs.at("p")), ir::encode_attr(b.attrs.at("q"))});
   CHECK(pairs.size() == 36);  // all pairs of the six rank-3 permutations
   CHECK(pairs.count({"(1 2 0)", "(1 0 2)"}));
   CHECK(en.coverage.unseparated.empty());

@@ -1,8 +1,8 @@
-#include "rules/attr_codec.h"
+#include "ir/attr_text.h"
 
 #include <fmt/format.h>
 
-namespace eqfuse::rules {
+namespace eqfuse::ir {
 
 namespace {
 
@@ -146,4 +146,4 @@ std::optional<ir::AttrValue> decode_attr(std::string_view text, ir::AttrKind kin
   }
 }
 
-}  // namespace eqfuse::rules
+}  // namespace eqfuse::ir

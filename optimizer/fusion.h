@@ -1,0 +1,96 @@
+#pragma once
+// Fusion inside the e-graph. After (or without) algebraic saturation, each e-class gains fused
+// kernel e-nodes (ir/kernel_body.h) that compute what its other e-nodes compute: a consumer
+// merged with a producer of one of its inputs, round after round, so that extraction, which
+// charges a kernel one launch plus the traffic of its own inputs and outputs
+// (cost/cost_model.h), decides what to fuse, among the algebraic alternatives, and whether a
+// producer read by two consumers is materialized once or recomputed in both.
+//
+// Which merges are legal is the kernel kinds that code generation implements (classify_kernel):
+//  - pointwise: elementwise and broadcast ops with layout ops (Transpose, Reshape, Expand,
+//    Slice, Concat, Gather...) folded into indexing;
+//  - reduction: row reductions (Softmax, LogSoftmax, LayerNormalization, Reduce* over the last
+//    axis, all of one row shape) with pointwise prologue and epilogue;
+//  - contraction: one MatMul, Gemm or Conv whose operands are kernel inputs (through layout ops
+//    only), with a pointwise epilogue;
+//  - attention: MatMul, pointwise, a last-axis Softmax, MatMul.
+//
+// Soundness: every kernel is checked before it joins an e-class. The merge is stated as an
+// instance of a rule, the consumer with the producer in place of its input rewriting to the
+// kernel, and proved: by reflexivity when the two sides expand to the same term (what a correct
+// merge gives), else by the rule prover (rules/prove/prover.h) with Z3. A refused kernel never
+// enters the e-graph and is reported with its counterexample. Checking only extracted kernels
+// would not be sound: a wrong union spreads by congruence.
+//
+// Bounds keep it finite and are reported: rounds, body size, kernel inputs, kernels per e-class.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "optimizer/tensor_egraph.h"
+
+namespace eqfuse::optimizer {
+
+enum class KernelKind { Pointwise, Reduction, Contraction, Attention };
+const char* kernel_kind_name(KernelKind k);  // "pointwise", "reduction", ...
+
+// One op of a kernel body as the kind check sees it, in topological order (the root last).
+struct BodyOp {
+  const ir::OpDef* def = nullptr;
+  const ir::Attributes* attrs = nullptr;
+  std::vector<int> inputs;  // an earlier op's index, or -1 - k for the kernel's input k
+  std::vector<const ir::TensorType*> input_types;
+};
+// The kind of a body, or nullopt when no kind admits it (it is then not a kernel that code
+// generation can emit).
+std::optional<KernelKind> classify_kernel(const std::vector<BodyOp>& ops);
+// The same for a body expanded at its input types (ir::kernel_body_graph).
+std::optional<KernelKind> classify_kernel(const ir::Graph& body_graph);
+
+// A kernel for the planted-applier tests: a body over ?0..?n-1 and the e-classes it reads.
+struct FusionUnit {
+  std::string body;
+  std::vector<egraph::EClassId> inputs;
+};
+// Builds the kernel that merges `producer` into `consumer`'s input `slot`. Unset: the
+// optimizer's own substitution. Tests plant wrong ones to see them refused.
+using MergeFn =
+    std::function<FusionUnit(const FusionUnit& consumer, size_t slot, const FusionUnit& producer)>;
+
+struct FusionOptions {
+  size_t rounds = 5;             // merge rounds
+  size_t max_body_ops = 48;      // distinct op applications in one body
+  size_t max_body_terms = 1024;  // applications of the body written as a tree (its text's size)
+  size_t max_inputs = 10;        // kernel inputs
+  size_t kernels_per_class = 4;  // kernel e-nodes added per e-class and round (largest first)
+  MergeFn merge;
+  bool use_proof_cache = true;  // for kernels that need the rule prover
+};
+
+struct FusionRefusal {
+  std::string kernel;  // the body
+  std::string reason;  // the verdict and counterexample
+};
+
+struct FusionReport {
+  size_t rounds = 0;
+  size_t kernels_added = 0;
+  size_t candidates = 0;        // merges tried
+  size_t proved_reflexive = 0;  // kernels whose check was reflexivity
+  size_t proved_z3 = 0;         // kernels the rule prover proved
+  std::vector<FusionRefusal> refused;
+  size_t enodes_before = 0, enodes_after = 0;
+  std::string stop_reason;  // "saturated", "round limit"
+  double seconds = 0;
+};
+
+// Adds kernel e-nodes to the e-classes of `teg` (rebuilt on return) that the `focus` choices
+// reach from the outputs (all e-classes when empty): the original graph and the best graph of
+// the algebra alone, say. Their chosen e-nodes are fused first, then the e-classes' other
+// algebraic alternatives, so every kernel a sequential pipeline (algebra, extract, fuse) would
+// find is in the e-graph too, and joint extraction can only do better.
+FusionReport fuse(TensorEGraph& teg, const FusionOptions& options = {},
+                  const std::vector<NodeChoice>& focus = {});
+
+}  // namespace eqfuse::optimizer
