@@ -52,6 +52,9 @@ bool row_reduction_op(std::string_view op) {
   return kOps.count(op) > 0;
 }
 
+// The longest row a contraction's reduction epilogue may span (one block holds a row).
+constexpr int64_t kMaxEpilogueRow = 1024;
+
 bool contraction_op(std::string_view op) {
   return op == "MatMul" || op == "Gemm" || op == "Conv" || op == "ConvTranspose";
 }
@@ -121,15 +124,38 @@ std::optional<KernelKind> classify_kernel(const std::vector<BodyOp>& ops) {
     return std::all_of(in.begin() + static_cast<std::ptrdiff_t>(std::min(from, in.size())),
                        in.end(), from_inputs);
   };
-  if (contractions.size() == 1 && reductions.empty())
-    return operands_from_inputs(contractions[0], 0) ? std::optional(KernelKind::Contraction)
-                                                    : std::nullopt;
-  // Attention: MatMul(scores, V) whose scores are a last-axis Softmax of pointwise work on
-  // MatMul(Q, K) (ops are in topological order, so the first MatMul is Q.K).
-  if (contractions.size() == 2 && reductions.size() == 1 &&
-      ops[reductions[0]].def->name == "Softmax" && ops[contractions[0]].def->name == "MatMul" &&
+  // Which ops read the (first) contraction's result.
+  std::vector<bool> after(ops.size(), false);
+  for (size_t i = contractions[0]; i < ops.size(); ++i)
+    after[i] = i == contractions[0] ||
+               std::any_of(ops[i].inputs.begin(), ops[i].inputs.end(),
+                           [&](int v) { return v >= 0 && after[static_cast<size_t>(v)]; });
+  const bool softmax = reductions.size() == 1 && ops[reductions[0]].def->name == "Softmax";
+  if (contractions.size() == 1) {
+    size_t c = contractions[0];
+    const bool matmul = ops[c].def->name == "MatMul";
+    if (operands_from_inputs(c, 0)) {
+      if (reductions.empty()) return KernelKind::Contraction;
+      // A row-reduction epilogue (LayerNorm, Softmax of the scores) needs whole output rows in
+      // one block: short rows only.
+      for (size_t r : reductions)
+        if (!after[r]) return std::nullopt;
+      const ir::Shape& s = row->shape;
+      if (!s.has_rank() || !s[s.rank() - 1].is_static() ||
+          s[s.rank() - 1].value() > kMaxEpilogueRow)
+        return std::nullopt;
+      return softmax && matmul ? KernelKind::Attention : KernelKind::Contraction;
+    }
+    // P.V with P a last-axis Softmax of pointwise work on the kernel's inputs (the scores).
+    if (matmul && softmax && !after[reductions[0]] && operands_from_inputs(c, 1))
+      return KernelKind::Attention;
+    return std::nullopt;
+  }
+  // Attention: MatMul(P, V) with P a last-axis Softmax of pointwise work on MatMul(Q, K) (ops are
+  // in topological order, so the first MatMul is Q.K).
+  if (contractions.size() == 2 && softmax && ops[contractions[0]].def->name == "MatMul" &&
       ops[contractions[1]].def->name == "MatMul" && operands_from_inputs(contractions[0], 0) &&
-      operands_from_inputs(contractions[1], 1))
+      operands_from_inputs(contractions[1], 1) && after[reductions[0]])
     return KernelKind::Attention;
   return std::nullopt;
 }

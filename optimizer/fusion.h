@@ -12,8 +12,10 @@
 //  - reduction: row reductions (Softmax, LogSoftmax, LayerNormalization, Reduce* over the last
 //    axis, all of one row shape) with pointwise prologue and epilogue;
 //  - contraction: one MatMul, Gemm or Conv whose operands are kernel inputs (through layout ops
-//    only), with a pointwise epilogue;
-//  - attention: MatMul, pointwise, a last-axis Softmax, MatMul.
+//    only), with a pointwise epilogue, which may end in row reductions of short output rows
+//    (at most 1024: GEMM + bias + residual + LayerNorm);
+//  - attention: MatMul, pointwise, a last-axis Softmax, MatMul, or either half of it (the
+//    scores' Softmax in the epilogue of Q.K, or P.V with P the Softmax of given scores).
 //
 // Soundness: every kernel is checked before it joins an e-class. The merge is stated as an
 // instance of a rule, the consumer with the producer in place of its input rewriting to the
