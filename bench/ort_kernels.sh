@@ -3,7 +3,8 @@
 # Runtime's own graph optimizer leaves (CPU provider, level "extended"), counted the same way
 # (every node but Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout and Constant), with
 # predicted h200-calibrated time before and after and the optimization time. Also checks that
-# ONNX Runtime loads and runs each optimized model.
+# ONNX Runtime loads and runs each optimized model (its kernels are model-local functions) and
+# that its outputs agree with the original's in ONNX Runtime (bench/ort_compare.js).
 #   bench/ort_kernels.sh EQFUSE_BINARY ORT_DIR [SHARED_MODELS_DIR]
 # ORT_DIR holds node_modules/onnxruntime-node (npm install --ignore-scripts onnxruntime-node);
 # never a dependency of the build or the tests. Structure-only models (no weights) are skipped
@@ -22,7 +23,7 @@ free = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Co
 ops = json.load(sys.stdin)["ops"]
 print(sum(n for op, n in ops.items() if op.split(".")[-1] not in free))'
 }
-echo "| model | kernels before | eqfuse after | ONNX Runtime (extended) | predicted ms before | after (h200-calibrated) | optimize s | ORT runs eqfuse's output |"
+echo "| model | kernels before | eqfuse after | ONNX Runtime (extended) | predicted ms before | after (h200-calibrated) | optimize s | ORT runs eqfuse's output and agrees |"
 echo "|---|---|---|---|---|---|---|---|"
 for dir in "$models"/*/; do
   m=$(basename "$dir")
@@ -40,7 +41,8 @@ print(j["kernels_before"], j["kernels_after"], "%.4f" % j["predicted_ms_before"]
     if (NODE_PATH="$ort_dir/node_modules" node "$here/ort_run.js" "$dir/model.onnx" "$tmp/$m.ort.onnx" >/dev/null); then
       ort=$(count "$tmp/$m.ort.onnx")
     fi
-    runs=$( (NODE_PATH="$ort_dir/node_modules" node "$here/ort_run.js" "$out" >/dev/null) && echo yes || echo NO)
+    runs=$(NODE_PATH="$ort_dir/node_modules" node "$here/ort_compare.js" "$dir/model.onnx" "$out" |
+      python3 -c 'import json,sys; j=json.load(sys.stdin); print("yes, max diff %.1e" % j["max_abs_diff"] if j["ok"] else "NO")')
   fi
   echo "| $m | $before | $after | $ort | $msb | $msa | $secs | $runs |"
 done

@@ -1,10 +1,13 @@
 // Every model in ../shared/models optimizes with the default options, and every one with
 // weights gives an output that matches its test_data_set_0 (rtol 1e-3, atol 1e-4) after a round
-// trip through ONNX, as `eqfuse run OUT.onnx --test-data ...` would check it.
+// trip through ONNX, as `eqfuse run OUT.onnx --test-data ...` would check it; and each launches
+// fewer kernels than ONNX Runtime's own optimized graph (CPU provider, level "extended", counted
+// by the same rule: bench/ort_kernels.sh).
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "frontend/onnx_export.h"
 #include "frontend/onnx_import.h"
@@ -29,6 +32,10 @@ TEST_CASE("every shared model optimizes, and its output matches its test data",
       dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   REQUIRE(dirs.size() >= (only ? 1 : 10));
+  const std::map<std::string, size_t> ort_kernels = {
+      {"pointwise_chain", 17}, {"mlp_block", 4}, {"attention_block", 11}, {"bert_tiny", 32},
+      {"bert_tiny_op13", 32},  {"gpt_tiny", 37}, {"vit_tiny", 38},        {"squeezenet1_1", 38},
+      {"mobilenet_v2", 64},    {"resnet18", 39}};
   fs::path tmp = fs::temp_directory_path() / "eqfuse-shared-models-optimized";
   fs::create_directories(tmp);
   for (const fs::path& dir : dirs) {
@@ -41,6 +48,8 @@ TEST_CASE("every shared model optimizes, and its output matches its test data",
     std::cout << name << ": kernels " << r.report.kernels_before << " -> " << r.report.kernels_after
               << ", predicted " << r.report.predicted_ms_before << " -> "
               << r.report.predicted_ms_after << " ms, verified " << r.report.verified << "\n";
+    if (auto ort = ort_kernels.find(name); ort != ort_kernels.end())
+      CHECK(r.report.kernels_after < ort->second);
     fs::path data = dir / "test_data_set_0";
     if (!fs::exists(data) || r.report.verified == "skipped") continue;  // structure only
     CHECK(r.report.verified == "passed");
