@@ -290,7 +290,8 @@ class Fuser {
       : teg_(teg), eg_(*teg.egraph), options_(options) {
     kernel_op_ = egraph::intern(ir::kKernelOp);
     body_key_ = egraph::intern(ir::kKernelBodyAttr);
-    for (const NodeChoice& choice : focus) {
+    for (size_t f = 0; f < focus.size(); ++f) {
+      const NodeChoice& choice = focus[f];
       std::vector<EClassId> stack;
       for (EClassId out : teg.outputs) stack.push_back(eg_.find(out));
       std::set<EClassId> seen;
@@ -305,6 +306,7 @@ class Fuser {
         }
         if (n == egraph::kNoId || eg_.find(n) != c) continue;
         focus_.insert(c);
+        if (f == 0) first_choice_.emplace(c, n);
         auto& pref = preferred_[c];
         if (std::find(pref.begin(), pref.end(), n) == pref.end()) pref.push_back(n);
         for (EClassId k : eg_.children(n)) stack.push_back(eg_.find(k));
@@ -316,11 +318,17 @@ class Fuser {
     auto start = std::chrono::steady_clock::now();
     report_.enodes_before = eg_.num_nodes();
     if (options_.use_proof_cache) cache_ = std::make_unique<rules::prove::ProofCache>();
+    // First what a sequential pipeline would fuse (the first choice's e-nodes alone, so all of
+    // its kernels are here too), then everything, algebraic alternatives included.
     report_.stop_reason = "round limit";
-    for (size_t round = 0; round < options_.rounds; ++round) {
-      report_.rounds = round + 1;
-      if (!one_round()) {
-        report_.stop_reason = "saturated";
+    for (sequential_ = !first_choice_.empty();; sequential_ = false) {
+      bool saturated = false;
+      for (size_t round = 0; round < options_.rounds && !saturated; ++round) {
+        ++report_.rounds;
+        saturated = !one_round();
+      }
+      if (!sequential_) {
+        if (saturated) report_.stop_reason = "saturated";
         break;
       }
     }
@@ -335,6 +343,7 @@ class Fuser {
     uint32_t term = 0;
     size_t ops = 0;
     bool preferred = false;  // grown from the class's preferred e-node
+    std::string text;        // the body, once kept
   };
 
   bool is_kernel(NodeId n) const { return eg_.op(n) == kernel_op_; }
@@ -617,11 +626,19 @@ class Fuser {
       std::vector<std::pair<std::pair<size_t, size_t>, uint32_t>> kernels;
       std::vector<uint32_t> list;
       std::vector<NodeId> nodes;
-      if (auto pref = preferred_.find(c); pref != preferred_.end())
-        for (NodeId n : pref->second)
-          if (eg_.is_live(n)) nodes.push_back(n);
-      for (NodeId n : eg_.class_nodes(c))
-        if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+      if (sequential_) {
+        auto first = first_choice_.find(c);
+        if (first == first_choice_.end()) continue;
+        nodes.push_back(first->second);
+        for (NodeId n : eg_.class_nodes(c))
+          if (is_kernel(n)) nodes.push_back(n);
+      } else {
+        if (auto pref = preferred_.find(c); pref != preferred_.end())
+          for (NodeId n : pref->second)
+            if (eg_.is_live(n)) nodes.push_back(n);
+        for (NodeId n : eg_.class_nodes(c))
+          if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
+      }
       for (NodeId n : nodes) {
         if (!is_kernel(n) && list.size() >= kOpUnitsPerClass) continue;
         auto u = unit_of(n);
@@ -656,8 +673,13 @@ class Fuser {
       if (mine == units.end()) continue;
       std::vector<Candidate> found;
       std::set<uint32_t> terms;
-      auto keep = [&](const std::optional<Candidate>& k) {
-        if (k && terms.insert(k->term).second) found.push_back(*k);
+      auto keep = [&](std::optional<Candidate> k) {
+        if (!k || !terms.insert(k->term).second) return;
+        std::vector<EClassId> leaves;
+        std::vector<uint32_t> apps;
+        terms_.walk(k->term, leaves, apps);
+        k->text = body_text(k->term, leaves);
+        found.push_back(std::move(*k));
       };
       for (size_t ui = 0; ui < mine->second.size(); ++ui) {
         uint32_t u = mine->second[ui];
@@ -696,11 +718,12 @@ class Fuser {
             skipped.insert(x);
           }
         }
-        if (grown != u) keep(Candidate{grown, grown_ops, ui == 0});
+        if (grown != u) keep(Candidate{grown, grown_ops, ui == 0, {}});
       }
       std::stable_sort(found.begin(), found.end(), [&](const Candidate& a, const Candidate& b) {
         if (a.preferred != b.preferred) return a.preferred;
-        return a.ops != b.ops ? a.ops > b.ops : a.term < b.term;
+        if (a.ops != b.ops) return a.ops > b.ops;
+        return a.text != b.text ? a.text < b.text : a.term < b.term;
       });
       if (found.size() > options_.kernels_per_class) found.resize(options_.kernels_per_class);
       for (const Candidate& k : found) added.emplace_back(c, k);
@@ -710,7 +733,7 @@ class Fuser {
       std::vector<EClassId> leaves;
       std::vector<uint32_t> apps;
       terms_.walk(k.term, leaves, apps);
-      std::string body = body_text(k.term, leaves);
+      const std::string& body = k.text;
       egraph::AttrId attrs =
           egraph::intern_attrs({{body_key_, egraph::intern(ir::encode_attr(ir::AttrValue(body)))}});
       for (EClassId& l : leaves) l = eg_.find(l);
@@ -742,6 +765,8 @@ class Fuser {
   std::map<std::string, std::pair<bool, std::string>> z3_verdicts_;
   std::set<EClassId> focus_;
   std::map<EClassId, std::vector<NodeId>> preferred_;
+  std::map<EClassId, NodeId> first_choice_;  // the first focus choice's e-node per class
+  bool sequential_ = false;                  // fusing the first choice's e-nodes alone
   std::unique_ptr<rules::prove::ProofCache> cache_;
 };
 
