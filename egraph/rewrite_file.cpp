@@ -32,7 +32,7 @@ std::vector<RuleForm> read_rule_forms(const std::vector<Sexpr>& forms) {
     rule.form = &f;
     rule.lhs = &f.items[2];
     rule.rhs = &f.items[3];
-    for (size_t i = 4; i < f.items.size(); ++i) {
+    for (size_t i = 4; i < f.items.size(); i += 2) {  // :key value pairs
       const Sexpr& key = f.items[i];
       if (key.kind != Sexpr::Kind::Keyword)
         throw sexpr_error(
@@ -40,7 +40,6 @@ std::vector<RuleForm> read_rule_forms(const std::vector<Sexpr>& forms) {
       if (i + 1 >= f.items.size())
         throw sexpr_error(key, "option ':" + key.text + "' has no value");
       rule.options.emplace_back(&key, &f.items[i + 1]);
-      ++i;
     }
     rules.push_back(rule);
   }

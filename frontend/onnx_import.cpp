@@ -595,18 +595,33 @@ Graph Importer::run(onnx::ModelProto& model) {
   }
   g_.name = graph.name().empty() ? "graph" : graph.name();
 
-  // ONNX's own inference first; its findings are hints for opaque ops (ours wins elsewhere).
-  try {
-    onnx::ShapeInferenceOptions si(/*check_type=*/false, /*error_mode=*/0,
-                                   /*data_propagation=*/true);
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (what.find("nconsistent") != std::string::npos ||
-        what.find("do not match") != std::string::npos) {
-      throw Error(fmt::format("inconsistent shapes: {}", what));
+  // ONNX's own inference dereferences the type of every name a node reads (libonnx 1.13
+  // crashes on one that nothing defined before the node), so it runs only on a graph in
+  // topological order whose every read is defined; topological_order() reports the others.
+  bool sorted = true;
+  {
+    std::unordered_set<std::string> defined;
+    for (const auto& v : graph.input()) defined.insert(v.name());
+    for (const auto& t : graph.initializer()) defined.insert(t.name());
+    for (const auto& n : graph.node()) {
+      for (const auto& in : n.input()) sorted = sorted && (in.empty() || defined.count(in));
+      for (const auto& out : n.output()) defined.insert(out);
     }
-    // Otherwise ONNX's inference gave up; eqfuse's own inference still runs.
+  }
+  // ONNX's own inference first; its findings are hints for opaque ops (ours wins elsewhere).
+  if (sorted) {
+    try {
+      onnx::ShapeInferenceOptions si(/*check_type=*/false, /*error_mode=*/0,
+                                     /*data_propagation=*/true);
+      onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      if (what.find("nconsistent") != std::string::npos ||
+          what.find("do not match") != std::string::npos) {
+        throw Error(fmt::format("inconsistent shapes: {}", what));
+      }
+      // Otherwise ONNX's inference gave up; eqfuse's own inference still runs.
+    }
   }
 
   for (const auto& v : graph.value_info()) declared_[v.name()] = &v.type();

@@ -4,8 +4,8 @@
 #include <unordered_set>
 
 #include "egraph/symbol.h"
-#include "ir/op_table.h"
 #include "ir/attr_text.h"
+#include "ir/op_table.h"
 #include "rules/condition.h"
 
 namespace eqfuse::optimizer {
@@ -43,6 +43,9 @@ std::optional<ir::Attributes> canonical_attrs(const ir::Graph& graph, const ir::
     if (!spec) return std::nullopt;
     if (ir::attr_kind(v) == ir::AttrKind::Int && spec->kind == ir::AttrKind::Float)
       out.set(k, ir::AttrValue(static_cast<double>(std::get<int64_t>(v))));
+    else if (ir::attr_kind(v) != spec->kind && ir::attr_kind(v) != ir::AttrKind::Tensor &&
+             ir::attr_kind(v) != ir::AttrKind::Opaque)
+      return std::nullopt;  // another spelling (Cast's `to` as a dtype name): kept as it is
     else
       out.set(k, v);
   }

@@ -333,7 +333,8 @@ void register_elementwise_ops(OpTableBuilder& table) {
   // in the target dtype (floats to integers truncate toward zero and saturate).
   add(table, {.name = "Cast",
               .expr = x0,
-              .attrs = {int_attr("saturate", 1)},  // "to": see cast_target()
+              // "to": an ONNX dtype code (or a dtype name, from C++); see cast_target().
+              .attrs = {{"to", AttrKind::Int, std::nullopt, true}, int_attr("saturate", 1)},
               .out = OutType::CastTo,
               .accepts = InTypes::Any});
   add(table, {.name = "CastLike",

@@ -129,9 +129,10 @@ std::vector<Tensor> pool_kernel(const OpContext& ctx, PoolKind kind) {
 }
 
 void add_window_pools(OpTableBuilder& table) {
-  for (auto [name, kind] :
+  for (auto [name, pool_kind] :
        {std::pair{"MaxPool", PoolKind::Max}, std::pair{"AveragePool", PoolKind::Average},
         std::pair{"LpPool", PoolKind::Lp}}) {
+    PoolKind kind = pool_kind;  // a lambda may not capture a structured binding (clang 14)
     OpDef d;
     d.name = name;
     d.max_outputs = kind == PoolKind::Max ? 2 : 1;
@@ -147,9 +148,10 @@ void add_window_pools(OpTableBuilder& table) {
 // ---- GlobalAveragePool, GlobalMaxPool, GlobalLpPool ---------------------------------------
 
 void add_global_pools(OpTableBuilder& table) {
-  for (auto [name, kind] :
+  for (auto [name, pool_kind] :
        {std::pair{"GlobalAveragePool", PoolKind::Average},
         std::pair{"GlobalMaxPool", PoolKind::Max}, std::pair{"GlobalLpPool", PoolKind::Lp}}) {
+    PoolKind kind = pool_kind;  // a lambda may not capture a structured binding (clang 14)
     OpDef d;
     d.name = name;
     if (kind == PoolKind::Lp) d.attrs = {{"p", AttrKind::Int, AttrValue(int64_t{2})}};

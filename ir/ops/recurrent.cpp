@@ -265,8 +265,9 @@ std::vector<Tensor> recurrent_kernel(const OpContext& ctx, Cell cell) {
 }  // namespace
 
 void register_recurrent_ops(OpTableBuilder& table) {
-  for (auto [name, cell] :
+  for (auto [name, cell_binding] :
        {std::pair{"RNN", Cell::Rnn}, std::pair{"GRU", Cell::Gru}, std::pair{"LSTM", Cell::Lstm}}) {
+    Cell cell = cell_binding;  // a lambda may not capture a structured binding (clang 14)
     OpDef d;
     d.name = name;
     d.min_inputs = 3;

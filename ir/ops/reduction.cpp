@@ -438,7 +438,8 @@ void register_reduction_ops(OpTableBuilder& table) {
       {"ReduceProd", Reduce::Prod},     {"ReduceL1", Reduce::L1},
       {"ReduceL2", Reduce::L2},         {"ReduceSumSquare", Reduce::SumSquare},
       {"ReduceLogSum", Reduce::LogSum}, {"ReduceLogSumExp", Reduce::LogSumExp}};
-  for (auto [name, kind] : reduces) {
+  for (auto [name, kind_binding] : reduces) {
+    Reduce kind = kind_binding;  // a lambda may not capture a structured binding (clang 14)
     OpDef d;
     d.name = name;
     d.min_inputs = 1;

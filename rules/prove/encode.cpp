@@ -242,6 +242,13 @@ class NodeEncoder {
     // Integer ops divide as integers (the interpreter computes them in int64; Z3 over the
     // unbounded integers, so wrap-around on overflow is outside what a proof covers).
     integral_ = ir::is_integral(out.type.dtype);
+    // Cast's meaning is the identity over the reals only when nothing is rounded away: a cast
+    // of a float to an integer truncates, one to bool tests for zero.
+    if ((node.op_type == "Cast" || node.op_type == "CastLike") && !node.inputs.empty() &&
+        node.inputs[0] != ir::kNoValue &&
+        ir::is_floating(graph_.value(node.inputs[0]).type.dtype) &&
+        !ir::is_floating(out.type.dtype))
+      unsupported(node, "a cast from a float to an integer or bool type");
     std::vector<int64_t> dims = static_dims(out);
     ir::IndexIterator it(dims);
     std::vector<const Terms*> ins;
