@@ -1,6 +1,7 @@
 #include "frontend/onnx_import.h"
 
 #include <fmt/format.h>
+#include <onnx/checker.h>
 #include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -595,9 +596,10 @@ Graph Importer::run(onnx::ModelProto& model) {
   }
   g_.name = graph.name().empty() ? "graph" : graph.name();
 
-  // ONNX's own inference dereferences the type of every name a node reads (libonnx 1.13
-  // crashes on one that nothing defined before the node), so it runs only on a graph in
-  // topological order whose every read is defined; topological_order() reports the others.
+  // ONNX's own inference trusts its input: libonnx 1.13 crashes on a node that reads a name
+  // nothing defined before it, or on a Scan without its body. So it runs only on a graph in
+  // topological order that onnx::checker accepts; eqfuse's own import reports what is wrong
+  // with the others (naming the node), or loads them without ONNX's hints.
   bool sorted = true;
   {
     std::unordered_set<std::string> defined;
@@ -606,6 +608,13 @@ Graph Importer::run(onnx::ModelProto& model) {
     for (const auto& n : graph.node()) {
       for (const auto& in : n.input()) sorted = sorted && (in.empty() || defined.count(in));
       for (const auto& out : n.output()) defined.insert(out);
+    }
+  }
+  if (sorted) {
+    try {
+      onnx::checker::check_model(model);
+    } catch (const std::exception&) {
+      sorted = false;
     }
   }
   // ONNX's own inference first; its findings are hints for opaque ops (ours wins elsewhere).
