@@ -462,7 +462,9 @@ class Fuser {
       if (typed) {
         try {
           std::vector<ir::TensorType> out = def->infer({node, *def, inputs, values});
-          slot.valid = out.size() == 1;
+          // Ops with optional extra outputs (LayerNormalization's mean) give them all; a
+          // kernel computes the first.
+          slot.valid = !out.empty();
           if (slot.valid) slot.type = out[0];
         } catch (const std::exception&) {
         }
