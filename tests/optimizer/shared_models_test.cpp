@@ -68,3 +68,37 @@ TEST_CASE("every shared model optimizes, and its output matches its test data",
   }
   fs::remove_all(tmp);
 }
+
+TEST_CASE("dynamic-batch models optimize once and match both test sets, batch still symbolic",
+          "[optimizer][models]") {
+  fs::path models = test::shared_dir() / "models_dynamic";
+  if (!fs::exists(models)) return;
+  fs::path tmp = fs::temp_directory_path() / "eqfuse-dynamic-models-optimized";
+  fs::create_directories(tmp);
+  size_t seen = 0;
+  for (const auto& e : fs::directory_iterator(models)) {
+    if (!fs::exists(e.path() / "model.onnx")) continue;
+    std::string name = e.path().filename().string();
+    INFO(name);
+    ++seen;
+    ir::Graph g = frontend::import_onnx(e.path() / "model.onnx");
+    optimizer::OptimizeResult r = optimizer::optimize(g);
+    CHECK(r.report.verified == "passed");
+    CHECK(r.report.kernels_after < r.report.kernels_before);
+    fs::path out = tmp / (name + ".onnx");
+    frontend::export_onnx(r.graph, out);
+    ir::Graph back = frontend::import_onnx(out);
+    CHECK(back.value(back.inputs()[0]).type.shape[0].symbol_name() == "batch");
+    for (const char* set_name : {"test_data_set_0", "test_data_set_1"}) {
+      INFO(set_name);
+      frontend::TestDataSet set = frontend::read_test_data_set(e.path() / set_name);
+      std::vector<ir::Tensor> got =
+          ir::Interpreter(back).run(frontend::bind_inputs(back, set.inputs));
+      REQUIRE(got.size() == set.outputs.size());
+      for (size_t k = 0; k < got.size(); ++k)
+        CHECK(frontend::compare_tensors(got[k], set.outputs[k].tensor, 1e-3, 1e-4).match);
+    }
+  }
+  CHECK(seen == 6);
+  fs::remove_all(tmp);
+}
