@@ -305,10 +305,8 @@ class Fuser {
         } catch (const Error&) {
         }
         if (n == egraph::kNoId || eg_.find(n) != c) continue;
-        focus_.insert(c);
-        if (f == 0) first_choice_.emplace(c, n);
-        auto& pref = preferred_[c];
-        if (std::find(pref.begin(), pref.end(), n) == pref.end()) pref.push_back(n);
+        if (choices_.size() <= f) choices_.resize(f + 1);
+        choices_[f].push_back(n);
         for (EClassId k : eg_.children(n)) stack.push_back(eg_.find(k));
       }
     }
@@ -318,19 +316,18 @@ class Fuser {
     auto start = std::chrono::steady_clock::now();
     report_.enodes_before = eg_.num_nodes();
     if (options_.use_proof_cache) cache_ = std::make_unique<rules::prove::ProofCache>();
-    // First what a sequential pipeline would fuse (the first choice's e-nodes alone, so all of
-    // its kernels are here too), then everything, algebraic alternatives included.
+    // First what fusing each focus graph alone would give (its e-nodes and its own kernels
+    // only, as a pipeline that fixed that graph first would fuse it), so all of those kernels
+    // are here too; then everything, algebraic alternatives included.
     report_.stop_reason = "round limit";
-    for (sequential_ = !first_choice_.empty();; sequential_ = false) {
+    for (phase_ = 0; phase_ <= choices_.size(); ++phase_) {
+      lineage_.clear();
       bool saturated = false;
       for (size_t round = 0; round < options_.rounds && !saturated; ++round) {
         ++report_.rounds;
         saturated = !one_round();
       }
-      if (!sequential_) {
-        if (saturated) report_.stop_reason = "saturated";
-        break;
-      }
+      if (phase_ == choices_.size() && saturated) report_.stop_reason = "saturated";
     }
     report_.enodes_after = eg_.num_nodes();
     report_.seconds =
@@ -623,21 +620,32 @@ class Fuser {
   std::unordered_map<EClassId, std::vector<uint32_t>> round_units(
       const std::vector<EClassId>& classes) {
     std::unordered_map<EClassId, std::vector<uint32_t>> units;
+    // The focus graphs' e-nodes by their classes as they are now (merges rename classes).
+    std::unordered_map<EClassId, std::vector<NodeId>> preferred;
+    std::unordered_map<EClassId, NodeId> chosen;
+    for (size_t f = 0; f < choices_.size(); ++f)
+      for (NodeId n : choices_[f]) {
+        if (!eg_.is_live(n)) continue;
+        auto& list = preferred[eg_.find(n)];
+        if (std::find(list.begin(), list.end(), n) == list.end()) list.push_back(n);
+        if (f == phase_) chosen.emplace(eg_.find(n), n);
+      }
     for (EClassId c : classes) {
-      if (!runtime_class(c) || (!focus_.empty() && !focus_.count(c))) continue;
+      if (!runtime_class(c)) continue;
       std::vector<std::pair<std::pair<size_t, size_t>, uint32_t>> kernels;
       std::vector<uint32_t> list;
       std::vector<NodeId> nodes;
-      if (sequential_) {
-        auto first = first_choice_.find(c);
-        if (first == first_choice_.end()) continue;
-        nodes.push_back(first->second);
+      auto pref = preferred.find(c);
+      if (!choices_.empty() && pref == preferred.end()) continue;  // outside every focus graph
+      if (phase_ < choices_.size()) {
+        // One focus graph alone: its e-node and the kernels this phase made.
+        auto mine = chosen.find(c);
+        if (mine == chosen.end()) continue;
+        nodes.push_back(mine->second);
         for (NodeId n : eg_.class_nodes(c))
-          if (is_kernel(n)) nodes.push_back(n);
+          if (is_kernel(n) && lineage_.count(eg_.attrs(n))) nodes.push_back(n);
       } else {
-        if (auto pref = preferred_.find(c); pref != preferred_.end())
-          for (NodeId n : pref->second)
-            if (eg_.is_live(n)) nodes.push_back(n);
+        if (pref != preferred.end()) nodes = pref->second;
         for (NodeId n : eg_.class_nodes(c))
           if (std::find(nodes.begin(), nodes.end(), n) == nodes.end()) nodes.push_back(n);
       }
@@ -739,6 +747,7 @@ class Fuser {
       egraph::AttrId attrs =
           egraph::intern_attrs({{body_key_, egraph::intern(ir::encode_attr(ir::AttrValue(body)))}});
       for (EClassId& l : leaves) l = eg_.find(l);
+      if (phase_ < choices_.size()) lineage_.insert(attrs);
       EClassId id = eg_.add(kernel_op_, attrs, leaves);
       eg_.merge(id, c);
     }
@@ -765,10 +774,9 @@ class Fuser {
   std::unordered_map<uint64_t, std::optional<ir::Attributes>> attrs_;
   std::map<std::pair<EClassId, uint64_t>, std::optional<Candidate>> tried_;
   std::map<std::string, std::pair<bool, std::string>> z3_verdicts_;
-  std::set<EClassId> focus_;
-  std::map<EClassId, std::vector<NodeId>> preferred_;
-  std::map<EClassId, NodeId> first_choice_;  // the first focus choice's e-node per class
-  bool sequential_ = false;                  // fusing the first choice's e-nodes alone
+  std::vector<std::vector<NodeId>> choices_;  // each focus graph's e-nodes
+  size_t phase_ = 0;                          // < choices_.size(): that focus graph alone
+  std::set<egraph::AttrId> lineage_;          // bodies of the kernels this phase made
   std::unique_ptr<rules::prove::ProofCache> cache_;
 };
 

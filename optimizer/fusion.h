@@ -88,10 +88,11 @@ struct FusionReport {
 };
 
 // Adds kernel e-nodes to the e-classes of `teg` (rebuilt on return) that the `focus` choices
-// reach from the outputs (all e-classes when empty): the original graph and the best graph of
-// the algebra alone, say. Their chosen e-nodes are fused first, then the e-classes' other
-// algebraic alternatives, so every kernel a sequential pipeline (algebra, extract, fuse) would
-// find is in the e-graph too, and joint extraction can only do better.
+// reach from the outputs (all e-classes when empty): the best graph of the algebra alone and the
+// original graph, say. Each focus graph is fused alone first, exactly as a pipeline that fixed
+// that graph would fuse it (algebra then fusion; fusion only), then all of them together with
+// the e-classes' other algebraic alternatives. So every kernel those pipelines find is in the
+// e-graph too, and extraction chooses among all of them.
 FusionReport fuse(TensorEGraph& teg, const FusionOptions& options = {},
                   const std::vector<NodeChoice>& focus = {});
 
