@@ -744,6 +744,17 @@ class Fuser {
       std::vector<uint32_t> apps;
       terms_.walk(k.term, leaves, apps);
       const std::string& body = k.text;
+      // What joins the e-graph is the text and its inputs: read back, they must be the term that
+      // was proved, or the printing would be a second, unchecked statement of the kernel.
+      std::optional<uint32_t> back;
+      try {
+        back = term_of_body(ir::kernel_body(body)->term, leaves);
+      } catch (const Error&) {
+      }
+      if (!back || *back != k.term) {
+        refuse(body, "internal: the body read back is not the proved term");
+        continue;
+      }
       egraph::AttrId attrs =
           egraph::intern_attrs({{body_key_, egraph::intern(ir::encode_attr(ir::AttrValue(body)))}});
       for (EClassId& l : leaves) l = eg_.find(l);
