@@ -141,6 +141,13 @@ void upgrade_and_emit(NodeSink& sink, NodeSpec node, int opset) {
     sink.emit(std::move(node));
     return;
   }
+  // The rewrites below read the first input and output of the ops they change; such a node
+  // without them is malformed (ops with no inputs, like RandomNormal, pass through untouched).
+  bool rewritten = (is_softmax_like(op) && opset < 13) || op == "Upsample" ||
+                   (op == "Resize" && opset < 11) || (op == "Pad" && opset < 11);
+  if (rewritten && (node.inputs.empty() || node.inputs[0] == ir::kNoValue || node.outputs.empty() ||
+                    node.outputs[0].empty()))
+    throw Error(node.label() + " has no first input or no output");
   if (is_softmax_like(op) && opset < 13) {
     emit_old_softmax(sink, std::move(node));
     return;
