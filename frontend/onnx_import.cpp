@@ -597,7 +597,8 @@ Graph Importer::run(onnx::ModelProto& model) {
   g_.name = graph.name().empty() ? "graph" : graph.name();
 
   // ONNX's own inference trusts its input: libonnx 1.13 crashes on a node that reads a name
-  // nothing defined before it, or on a Scan without its body. So it runs only on a graph in
+  // nothing defined before it, on a Scan without its body, and in data propagation on a tensor
+  // whose bytes are short. So it runs only on a graph in
   // topological order that onnx::checker accepts; eqfuse's own import reports what is wrong
   // with the others (naming the node), or loads them without ONNX's hints.
   bool sorted = true;
@@ -620,8 +621,10 @@ Graph Importer::run(onnx::ModelProto& model) {
   // ONNX's own inference first; its findings are hints for opaque ops (ours wins elsewhere).
   if (sorted) {
     try {
+      // No data propagation: eqfuse follows shape computations itself (ir/shape_values.h), and
+      // libonnx's propagation reads initializers' bytes unchecked (a short raw_data crashed it).
       onnx::ShapeInferenceOptions si(/*check_type=*/false, /*error_mode=*/0,
-                                     /*data_propagation=*/true);
+                                     /*data_propagation=*/false);
       onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), si);
     } catch (const std::exception& e) {
       std::string what = e.what();
