@@ -4,8 +4,8 @@
 #include <unordered_map>
 
 #include "egraph/symbol.h"
-#include "optimizer/tensor_analysis.h"
 #include "ir/attr_text.h"
+#include "optimizer/tensor_analysis.h"
 #include "rules/condition.h"
 
 namespace eqfuse::optimizer {

@@ -1,9 +1,9 @@
 #include "optimizer/tensor_analysis.h"
 
 #include "egraph/symbol.h"
+#include "ir/attr_text.h"
 #include "ir/interpreter.h"
 #include "optimizer/fold_weights.h"
-#include "ir/attr_text.h"
 #include "rules/condition.h"
 
 namespace eqfuse::optimizer {
@@ -150,9 +150,9 @@ TensorData TensorAnalysis::compute(const egraph::EGraph& egraph, NodeId n) const
     if (children.size() != 1) return out;
     const TensorData& tuple = data(egraph.find(children[0]));
     auto index = ir::decode_attr(egraph::attr_list(attrs).empty()
-                                        ? ""
-                                        : egraph::symbol_name(egraph::attr_list(attrs)[0].second),
-                                    ir::AttrKind::Int);
+                                     ? ""
+                                     : egraph::symbol_name(egraph::attr_list(attrs)[0].second),
+                                 ir::AttrKind::Int);
     if (!tuple.valid || !tuple.tuple || !index) return out;
     auto k = std::get<int64_t>(*index);
     if (k < 0 || static_cast<size_t>(k) >= tuple.types.size()) return out;

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "egraph/egraph.h"
-#include "ir/op_table.h"
 #include "ir/attr_text.h"
+#include "ir/op_table.h"
 #include "rules/condition.h"
 
 namespace eqfuse::rules {

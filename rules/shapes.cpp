@@ -152,7 +152,8 @@ class Enumerator {
       for (const auto& tuple : tuples) {
         if (auto s = structured_seed(ranks, tuple)) {
           explore(std::move(*s));
-          for (size_t i = 0; i < tuple.size(); ++i) seeded_values[i].insert(ir::encode_attr(tuple[i]));
+          for (size_t i = 0; i < tuple.size(); ++i)
+            seeded_values[i].insert(ir::encode_attr(tuple[i]));
         } else {
           unseeded.push_back(&tuple);
         }
