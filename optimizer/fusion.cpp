@@ -339,8 +339,9 @@ class Fuser {
   struct Candidate {
     uint32_t term = 0;
     size_t ops = 0;
-    bool preferred = false;  // grown from the class's preferred e-node
-    std::string text;        // the body, once kept
+    bool preferred =
+        false;         // grown from the class's first unit (largest kernel, else focus e-node)
+    std::string text;  // the body, once kept
   };
 
   bool is_kernel(NodeId n) const { return eg_.op(n) == kernel_op_; }
