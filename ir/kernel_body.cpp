@@ -183,7 +183,7 @@ bool has_kernels(const Graph& graph) {
   return false;
 }
 
-Graph inline_kernels(const Graph& graph) {
+Graph inline_kernels(const Graph& graph, std::vector<NodeId>* origin) {
   Graph out;
   out.name = graph.name;
   out.opsets = graph.opsets;
@@ -202,6 +202,7 @@ Graph inline_kernels(const Graph& graph) {
       auto body = kernel_body(n.attrs.get_string(kKernelBodyAttr, ""));
       map[n.outputs[0]] =
           expand_kernel_body(out, *body, inputs, n.name + "/", graph.value(n.outputs[0]).name);
+      if (origin) origin->resize(out.nodes().size(), NodeId(i));
       continue;
     }
     Node copy = n;
@@ -215,6 +216,7 @@ Graph inline_kernels(const Graph& graph) {
       copy.outputs.push_back(nv);
     }
     out.add_node(std::move(copy));
+    if (origin) origin->resize(out.nodes().size(), NodeId(i));
   }
   for (ValueId v : graph.outputs()) out.add_output(map[v]);
   return out;

@@ -64,7 +64,8 @@ Graph kernel_body_graph(const KernelBody& body, const std::vector<const TensorTy
                         const std::vector<const Tensor*>& input_values = {});
 
 // `graph` with every Kernel node replaced by its expansion (value names of kernel outputs kept).
-Graph inline_kernels(const Graph& graph);
+// `origin`, when given, receives for each node of the result the node of `graph` it comes from.
+Graph inline_kernels(const Graph& graph, std::vector<NodeId>* origin = nullptr);
 bool has_kernels(const Graph& graph);
 
 }  // namespace eqfuse::ir

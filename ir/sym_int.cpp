@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 namespace eqfuse::ir {
 
@@ -234,6 +235,40 @@ std::vector<std::string> SymInt::symbols() const {
 
 std::string SymInt::str() const {
   return poly_ ? poly_->key : "?";
+}
+
+namespace {
+
+std::string atom_c_expr(const SymAtom& a,
+                        const std::function<std::string(const std::string&)>& symbol) {
+  switch (a.kind) {
+    case AtomKind::Symbol:
+      return symbol(a.name);
+    case AtomKind::FloorDiv:
+      return "(" + a.a.c_expr(symbol) + ")/(" + a.b.c_expr(symbol) + ")";
+    case AtomKind::Mod:
+      return "(" + a.a.c_expr(symbol) + ")%(" + a.b.c_expr(symbol) + ")";
+    case AtomKind::Min:
+      return "eqf_min(" + a.a.c_expr(symbol) + ", " + a.b.c_expr(symbol) + ")";
+    case AtomKind::Max:
+      return "eqf_max(" + a.a.c_expr(symbol) + ", " + a.b.c_expr(symbol) + ")";
+  }
+  return "0";
+}
+
+}  // namespace
+
+std::string SymInt::c_expr(const std::function<std::string(const std::string&)>& symbol) const {
+  if (!poly_) throw std::logic_error("SymInt::c_expr of an unknown value");
+  std::string out;
+  for (const auto& [m, c] : poly_->terms) {
+    std::string term;
+    for (const AtomPtr& a : m) term += (term.empty() ? "" : "*") + ("(" + atom_c_expr(*a, symbol) + ")");
+    if (term.empty()) term = "INT64_C(" + std::to_string(c < 0 ? -c : c) + ")";
+    else if (c != 1 && c != -1) term += "*INT64_C(" + std::to_string(c < 0 ? -c : c) + ")";
+    out += c < 0 ? "-" + term : (out.empty() ? "" : "+") + term;
+  }
+  return out.empty() ? "INT64_C(0)" : out;
 }
 
 bool SymInt::operator==(const SymInt& other) const {

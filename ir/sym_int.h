@@ -12,6 +12,7 @@
 // batch) and keeps the rest as atoms. Evaluating under a binding of the symbols gives the
 // integer the interpreter would compute.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +36,10 @@ class SymInt {
   // Names of the symbols it depends on.
   std::vector<std::string> symbols() const;
   std::string str() const;  // "batch*64", "seq+1", "(seq-1)/2", "?" when unknown
+  // The value as a C expression of type int64_t, each symbol spelled by `symbol` (code
+  // generators pass run-time dims by their own names); floor division and modulo are written
+  // for non-negative operands, min and max as eqf_min/eqf_max. Error when unknown.
+  std::string c_expr(const std::function<std::string(const std::string&)>& symbol) const;
 
   bool operator==(const SymInt& other) const;
   bool operator!=(const SymInt& other) const { return !(*this == other); }

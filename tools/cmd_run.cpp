@@ -12,6 +12,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "codegen/cpu_backend.h"
 #include "frontend/onnx_import.h"
 #include "frontend/test_data.h"
 #include "ir/interpreter.h"
@@ -35,6 +36,7 @@ struct RunOptions {
   double atol = 1e-5;
   uint64_t seed = 0;
   bool json = false;
+  std::string backend = "interpreter";
 };
 
 double ms_since(std::chrono::steady_clock::time_point start) {
@@ -114,8 +116,24 @@ int run_model(const RunOptions& opt) {
                             expected.size(), graph.outputs().size()));
   }
 
+  // The backend: the reference interpreter, or the generated C++ twin (built on first use and
+  // cached), or CUDA (not in this build: it says so).
+  std::unique_ptr<codegen::CpuModule> twin;
+  codegen::CpuBuildInfo build;
+  double build_ms = 0;
+  if (opt.backend == "cpu") {
+    auto tb = std::chrono::steady_clock::now();
+    twin = codegen::CpuModule::build(graph, &build);
+    build_ms = ms_since(tb);
+  } else if (opt.backend == "cuda") {
+    throw Error("--backend cuda: this build runs generated CUDA only through `eqfuse compile "
+                "--target cuda` trees; no GPU backend is loaded here",
+                Error::Kind::BadInput);
+  } else if (opt.backend != "interpreter") {
+    throw Error("--backend " + opt.backend + ": expected interpreter, cpu or cuda");
+  }
   auto t1 = std::chrono::steady_clock::now();
-  std::vector<ir::Tensor> outputs = ir::Interpreter(graph).run(inputs);
+  std::vector<ir::Tensor> outputs = twin ? twin->run(inputs) : ir::Interpreter(graph).run(inputs);
   double run_ms = ms_since(t1);
 
   if (!opt.output_dir.empty()) {
@@ -129,8 +147,15 @@ int run_model(const RunOptions& opt) {
   bool all_match = true;
   nlohmann::json jout = nlohmann::json::array();
   if (!opt.json) {
-    std::cout << fmt::format("{}: {} inputs ({}), import {:.1f} ms, interpreter {:.1f} ms\n",
-                             opt.model, inputs.size(), source, import_ms, run_ms);
+    if (twin)
+      std::cout << fmt::format("{}: {} inputs ({}), import {:.1f} ms, C++ twin {} in {:.1f} ms "
+                               "({} stages), run {:.1f} ms\n",
+                               opt.model, inputs.size(), source, import_ms,
+                               build.cached ? "found in the cache" : "built", build_ms,
+                               twin->plan().stages.size(), run_ms);
+    else
+      std::cout << fmt::format("{}: {} inputs ({}), import {:.1f} ms, interpreter {:.1f} ms\n",
+                               opt.model, inputs.size(), source, import_ms, run_ms);
     if (!dims.empty()) {
       std::string line;
       for (const auto& [name, c] : dims)
@@ -181,6 +206,12 @@ int run_model(const RunOptions& opt) {
     j["inputs_from"] = source;
     j["import_ms"] = import_ms;
     j["run_ms"] = run_ms;
+    j["backend"] = opt.backend;
+    if (twin) {
+      j["build_ms"] = build_ms;
+      j["build_cached"] = build.cached;
+      j["stages"] = twin->plan().stages.size();
+    }
     nlohmann::json jd = nlohmann::json::object();
     for (const auto& [name, c] : dims) jd[name] = {{"size", c.size}, {"source", c.source}};
     j["dims"] = jd;
@@ -213,6 +244,9 @@ RegisterCommand run_command{
        app.add_option("--atol", opt->atol, "Absolute tolerance (default 1e-5)");
        app.add_option("--seed", opt->seed, "Seed of the random inputs (default 0)");
        app.add_flag("--json", opt->json, "Print one JSON document on stdout");
+       app.add_option("--backend", opt->backend,
+                      "interpreter (default), cpu (the generated C++ twin, built with the "
+                      "system compiler on first use), cuda");
        return CommandMain([opt] {
          try {
            return run_model(*opt);

@@ -1,0 +1,42 @@
+#pragma once
+// Memory planning for generated code: the values that stages write into the arena, each with a
+// lifetime (the first stage that writes it to the last stage that reads it) and a symbolic size,
+// are packed into slots. Two values share a slot only when their lifetimes are disjoint, so a
+// slot is reused as soon as its value is dead. Sizes stay symbolic (batch*65536), so a slot
+// takes a value only when the slot is surely at least as large, or the value surely larger
+// (then the slot grows): no size comparison is left to run time, and the slot offsets are
+// prefix sums that the generated runtime evaluates once per run.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/sym_int.h"
+
+namespace eqfuse::codegen {
+
+inline constexpr int64_t kBufferAlignment = 64;  // bytes; every slot starts on this boundary
+
+struct Lifetime {
+  size_t first = 0;  // stage that writes it
+  size_t last = 0;   // last stage that reads it (>= first)
+  ir::SymInt bytes = 0;
+};
+
+struct BufferPlan {
+  std::vector<size_t> slot_of;          // per lifetime
+  std::vector<ir::SymInt> slot_bytes;   // aligned
+  std::vector<ir::SymInt> slot_offset;  // prefix sums of slot_bytes
+  ir::SymInt total = 0;                 // arena bytes
+};
+
+BufferPlan plan_buffers(const std::vector<Lifetime>& values);
+
+// Checks the plan at one binding of the dims: every value fits its slot, slots do not overlap
+// and lie inside the arena, and no two values with overlapping lifetimes share memory. Returns a
+// description of the first violation; nullopt when the plan is sound.
+std::optional<std::string> check_buffer_plan(const BufferPlan& plan,
+                                             const std::vector<Lifetime>& values,
+                                             const std::map<std::string, int64_t>& dims);
+
+}  // namespace eqfuse::codegen

@@ -1,0 +1,132 @@
+#include "codegen/cpu_backend.h"
+
+#include <dlfcn.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/printer.h"
+#include "support/error.h"
+
+namespace eqfuse::codegen {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path cache_root() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "eqfuse";
+  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "eqfuse";
+  return fs::temp_directory_path() / "eqfuse-cache";
+}
+
+std::string compiler() {
+  if (const char* c = std::getenv("CXX"); c && *c) return c;
+  return "c++";
+}
+
+std::string read_head(const fs::path& file, size_t max_lines) {
+  std::ifstream in(file);
+  std::string line, out;
+  for (size_t i = 0; i < max_lines && std::getline(in, line); ++i) out += line + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string source_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+std::unique_ptr<CpuModule> CpuModule::build(const ir::Graph& graph, CpuBuildInfo* info) {
+  std::unique_ptr<CpuModule> m(new CpuModule());
+  m->plan_ = make_plan(graph);
+  std::string source = print_kernels(m->plan_, Target::Cpu);
+  std::string flags = "-std=c++17 -O3 -fopenmp -fPIC -shared -w";
+  std::string cxx = compiler();
+  fs::path dir = cache_root() / "cpu" / source_hash(source + "\n" + cxx + " " + flags);
+  fs::path lib = dir / "model.so";
+  CpuBuildInfo local;
+  CpuBuildInfo& bi = info ? *info : local;
+  bi.library = lib.string();
+  if (fs::exists(lib)) {
+    bi.cached = true;
+  } else {
+    auto t0 = std::chrono::steady_clock::now();
+    fs::create_directories(dir);
+    // Unique names, renamed into place: concurrent builds of one model do not collide.
+    std::string tag = fmt::format("{}-{}", ::getpid(), std::chrono::steady_clock::now()
+                                                           .time_since_epoch()
+                                                           .count());
+    fs::path src = dir / ("model-" + tag + ".cpp");
+    fs::path tmp = dir / ("model-" + tag + ".so");
+    fs::path log = dir / ("build-" + tag + ".log");
+    {
+      std::ofstream out(src);
+      out << source;
+      if (!out) throw Error("cannot write " + src.string());
+    }
+    std::string cmd = fmt::format("'{}' {} -o '{}' '{}' > '{}' 2>&1", cxx, flags, tmp.string(),
+                                  src.string(), log.string());
+    int rc = std::system(cmd.c_str());
+    if (rc != 0) {
+      throw Error(fmt::format("codegen: the C++ compiler failed on the generated twin ({}):\n{}",
+                              src.string(), read_head(log, 20)),
+                  Error::Kind::Internal);
+    }
+    fs::rename(tmp, lib);
+    fs::rename(src, dir / "model.cpp");
+    fs::remove(log);
+    bi.compile_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  m->handle_ = ::dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!m->handle_)
+    throw Error(fmt::format("codegen: cannot load {}: {}", lib.string(), ::dlerror()),
+                Error::Kind::Internal);
+  m->run_ = reinterpret_cast<decltype(m->run_)>(::dlsym(m->handle_, "eqfuse_run"));
+  m->arena_bytes_ =
+      reinterpret_cast<decltype(m->arena_bytes_)>(::dlsym(m->handle_, "eqfuse_arena_bytes"));
+  if (!m->run_ || !m->arena_bytes_)
+    throw Error("codegen: " + lib.string() + " lacks the eqfuse_run API", Error::Kind::Internal);
+  m->weights_ = weights_blob(m->plan_);
+  return m;
+}
+
+// The library stays mapped (RTLD_NODELETE): OpenMP's worker threads outlive the module and
+// would otherwise run unmapped code at exit.
+CpuModule::~CpuModule() {
+  if (handle_) ::dlclose(handle_);
+}
+
+std::vector<ir::Tensor> CpuModule::run(const std::vector<ir::Tensor>& inputs) const {
+  std::vector<int64_t> dims = bind_dims(plan_, inputs);
+  int64_t bytes = arena_bytes_(dims.data());
+  size_t alloc = size_t((bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment);
+  std::unique_ptr<void, decltype(&std::free)> arena(
+      alloc ? std::aligned_alloc(size_t(kBufferAlignment), alloc) : nullptr, &std::free);
+  if (alloc && !arena) throw Error(fmt::format("cannot allocate an arena of {} bytes", bytes));
+  std::vector<const void*> in;
+  for (const ir::Tensor& t : inputs) in.push_back(t.raw());
+  std::vector<ir::Tensor> outputs;
+  std::vector<void*> out;
+  const ir::Graph& g = plan_.graph;
+  for (size_t k = 0; k < g.outputs().size(); ++k)
+    outputs.emplace_back(g.value(g.outputs()[k]).type.dtype, output_dims(plan_, k, dims));
+  for (ir::Tensor& t : outputs) out.push_back(t.raw());
+  int rc = run_(dims.data(), in.data(), out.data(), weights_.data(), arena.get());
+  if (rc != 0) throw Error(fmt::format("codegen: the generated run failed ({})", rc));
+  return outputs;
+}
+
+}  // namespace eqfuse::codegen

@@ -1,0 +1,26 @@
+#pragma once
+// Which ops generated code computes, and how each reads its inputs: the one list the plan and
+// the printer share. An op outside it makes code generation stop with an error naming it.
+#include <vector>
+
+#include "codegen/plan.h"
+#include "ir/graph.h"
+
+namespace eqfuse::codegen {
+
+// Computed element by element where it is used (elementwise ops and layout ops folded into
+// indexing).
+bool is_pointwise(const ir::Node& node);
+// How a node is lowered when its value is materialized. Error (Unsupported) naming the op and
+// node when generated code cannot compute it.
+StageKind stage_kind(const ir::Node& node);
+// The inputs whose elements generated code reads (Reshape's shape input is not one: the output
+// type already states the shape).
+std::vector<size_t> data_inputs(const ir::Node& node);
+// The inputs a stage reads as contiguous buffers (contraction operands).
+std::vector<size_t> contiguous_inputs(const ir::Node& node);
+// Whether output k > 0 of the node can be read (none can today: LayerNormalization's mean,
+// MaxPool's indices and Dropout's mask are not generated).
+bool lowering_reads_output(const ir::Node& node, size_t output);
+
+}  // namespace eqfuse::codegen

@@ -1,0 +1,352 @@
+#include "codegen/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "codegen/lowering.h"
+#include "ir/kernel_body.h"
+#include "ir/op_table.h"
+#include "support/error.h"
+
+namespace eqfuse::codegen {
+
+namespace {
+
+using ir::NodeId;
+using ir::ValueId;
+
+[[noreturn]] void unsupported(const ir::Node& n, const std::string& why) {
+  throw Error(fmt::format("codegen: {} '{}': {}", n.op_type, n.name, why),
+              Error::Kind::Unsupported);
+}
+
+bool dtype_supported(ir::DType t) {
+  return t != ir::DType::f16 && t != ir::DType::bf16;
+}
+
+ir::SymInt byte_size(const ir::Graph& g, ValueId v) {
+  const ir::Value& val = g.value(v);
+  if (!val.type.shape.has_rank())
+    throw Error(fmt::format("codegen: value '{}' has no known rank", val.name),
+                Error::Kind::Unsupported);
+  ir::SymInt n = int64_t(ir::dtype_size(val.type.dtype));
+  for (const ir::Dim& d : val.type.shape.dims()) {
+    ir::SymInt s = d.sym();
+    if (!s.is_known())
+      throw Error(fmt::format("codegen: value '{}' has an unknown dim ({}); give it with --dim "
+                              "or a named input dim",
+                              val.name, val.type.str()),
+                  Error::Kind::Unsupported);
+    n = n * s;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string_view stage_kind_name(StageKind kind) {
+  switch (kind) {
+    case StageKind::Pointwise:
+      return "pointwise";
+    case StageKind::Reduce:
+      return "reduce";
+    case StageKind::Softmax:
+      return "softmax";
+    case StageKind::LayerNorm:
+      return "layernorm";
+    case StageKind::MatMul:
+      return "matmul";
+    case StageKind::Gemm:
+      return "gemm";
+    case StageKind::Conv:
+      return "conv";
+    case StageKind::Pool:
+      return "pool";
+  }
+  return "?";
+}
+
+std::string KernelPlan::dim_ident(const std::string& name) const {
+  auto it = std::find(dims.begin(), dims.end(), name);
+  if (it == dims.end())
+    throw Error(fmt::format("codegen: dim '{}' is not bound by any input", name),
+                Error::Kind::Unsupported);
+  return fmt::format("d{}", it - dims.begin());
+}
+
+KernelPlan make_plan(const ir::Graph& input_graph) {
+  KernelPlan plan;
+  std::vector<NodeId> origin;
+  plan.graph = ir::inline_kernels(input_graph, &origin);
+  ir::Graph& g = plan.graph;
+
+  // Outputs that are inputs, weights or repeated get a copy stage into a value of their own.
+  std::set<ValueId> seen_outputs;
+  std::vector<std::pair<ValueId, ValueId>> copies;  // (new output value, source)
+  for (ValueId& out : g.outputs()) {
+    const ir::Value& v = g.value(out);
+    if (v.producer == ir::kNoNode || seen_outputs.count(out)) {
+      ValueId copy = g.add_value(g.unique_name(v.name + "_copy"), v.type);
+      copies.push_back({copy, out});
+      out = copy;
+    }
+    seen_outputs.insert(out);
+  }
+
+  // Liveness: nodes whose values generated code reads.
+  const auto& nodes = g.nodes();
+  std::vector<bool> live(nodes.size(), false);
+  std::vector<bool> read(g.values().size(), false);
+  for (ValueId v : g.outputs()) read[v] = true;
+  for (auto [copy, source] : copies) read[source] = true;
+  for (size_t i = nodes.size(); i-- > 0;) {
+    const ir::Node& n = nodes[i];
+    bool needed = false;
+    for (ValueId o : n.outputs) needed = needed || read[o];
+    if (!needed) continue;
+    live[i] = true;
+    if (n.is_opaque()) unsupported(n, "an opaque op has no kernel");
+    for (size_t k = 1; k < n.outputs.size(); ++k)
+      if (read[n.outputs[k]] && !lowering_reads_output(n, k))
+        unsupported(n, fmt::format("output {} is not generated", k));
+    for (size_t k : data_inputs(n))
+      if (k < n.inputs.size() && n.inputs[k] != ir::kNoValue) read[n.inputs[k]] = true;
+  }
+
+  // Materialized values: outputs, values leaving their top-level node, results of reductions
+  // and contractions, and contraction operands.
+  std::vector<bool> mat(g.values().size(), false);
+  for (ValueId v : g.outputs()) mat[v] = true;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!live[i]) continue;
+    const ir::Node& n = nodes[i];
+    StageKind kind = stage_kind(n);
+    if (kind != StageKind::Pointwise) mat[n.outputs[0]] = true;
+    for (size_t k : contiguous_inputs(n)) {
+      ValueId in = n.inputs[k];
+      if (in != ir::kNoValue) mat[in] = true;
+    }
+    for (ValueId in : n.inputs) {
+      if (in == ir::kNoValue) continue;
+      NodeId p = g.value(in).producer;
+      if (p != ir::kNoNode && origin[p] != origin[i]) mat[in] = true;
+    }
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!live[i]) continue;
+    const ir::Node& n = nodes[i];
+    for (ValueId v : n.inputs)
+      if (v != ir::kNoValue && !dtype_supported(g.value(v).type.dtype))
+        unsupported(n, fmt::format("dtype {} is not generated yet",
+                                   ir::dtype_name(g.value(v).type.dtype)));
+    if (!dtype_supported(g.value(n.outputs[0]).type.dtype))
+      unsupported(n, fmt::format("dtype {} is not generated yet",
+                                 ir::dtype_name(g.value(n.outputs[0]).type.dtype)));
+  }
+
+  // Stages, in node order; the top-level node of each is a step.
+  std::map<NodeId, size_t> step_of_origin;
+  auto step_for = [&](NodeId top) {
+    auto [it, fresh] = step_of_origin.emplace(top, plan.steps.size());
+    if (fresh) {
+      const ir::Node& n = input_graph.node(top);
+      Step s;
+      s.name = input_graph.value(n.outputs[0]).name;
+      s.label = n.op_type == ir::kKernelOp ? "Kernel" : n.op_type;
+      plan.steps.push_back(std::move(s));
+    }
+    return it->second;
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!live[i]) continue;
+    const ir::Node& n = nodes[i];
+    ValueId out = n.outputs[0];
+    if (!mat[out]) continue;
+    Stage s;
+    s.kind = stage_kind(n);
+    s.node = NodeId(i);
+    s.output = out;
+    s.step = step_for(origin[i]);
+    plan.steps[s.step].stages.push_back(plan.stages.size());
+    plan.stages.push_back(std::move(s));
+  }
+  for (auto [copy, source] : copies) {
+    Stage s;
+    s.kind = StageKind::Pointwise;
+    s.output = copy;
+    s.source = source;
+    s.step = plan.steps.size();
+    plan.steps.push_back({g.value(copy).name, "copy", {plan.stages.size()}});
+    s.reads = {source};
+    plan.stages.push_back(std::move(s));
+  }
+
+  // What each stage reads: materialized values reached through the recomputed ones.
+  for (Stage& s : plan.stages) {
+    if (s.node == ir::kNoNode) continue;
+    std::set<ValueId> reads, visited;
+    std::vector<ValueId> todo;
+    for (size_t k : data_inputs(g.node(s.node)))
+      if (k < g.node(s.node).inputs.size() && g.node(s.node).inputs[k] != ir::kNoValue)
+        todo.push_back(g.node(s.node).inputs[k]);
+    while (!todo.empty()) {
+      ValueId v = todo.back();
+      todo.pop_back();
+      if (!visited.insert(v).second) continue;
+      const ir::Value& val = g.value(v);
+      if (mat[v] || val.producer == ir::kNoNode) {
+        reads.insert(v);
+        continue;
+      }
+      const ir::Node& p = g.node(val.producer);
+      for (size_t k : data_inputs(p))
+        if (k < p.inputs.size() && p.inputs[k] != ir::kNoValue) todo.push_back(p.inputs[k]);
+    }
+    s.reads.assign(reads.begin(), reads.end());
+  }
+
+  // Buffers.
+  auto add_buffer = [&](ValueId v) {
+    if (plan.buffer_of.count(v)) return;
+    Buffer b;
+    b.value = v;
+    b.bytes = byte_size(g, v);
+    const ir::Value& val = g.value(v);
+    if (auto it = std::find(g.inputs().begin(), g.inputs().end(), v); it != g.inputs().end()) {
+      b.storage = Storage::Input;
+      b.index = size_t(it - g.inputs().begin());
+    } else if (auto o = std::find(g.outputs().begin(), g.outputs().end(), v);
+               o != g.outputs().end()) {
+      b.storage = Storage::Output;
+      b.index = size_t(o - g.outputs().begin());
+    } else if (val.is_weight()) {
+      b.storage = Storage::Weight;
+      b.index = plan.weights.size();
+      auto c = b.bytes.constant();
+      if (!c) throw Error("codegen: weight '" + val.name + "' has a symbolic size",
+                          Error::Kind::Unsupported);
+      b.offset = plan.weight_bytes;
+      plan.weight_bytes += uint64_t(*c + kBufferAlignment - 1) / kBufferAlignment *
+                           kBufferAlignment;
+      plan.weights.push_back(v);
+    } else {
+      b.storage = Storage::Arena;
+    }
+    plan.buffer_of[v] = plan.buffers.size();
+    plan.buffers.push_back(std::move(b));
+  };
+  for (ValueId v : g.inputs()) add_buffer(v);
+  for (const Stage& s : plan.stages) {
+    add_buffer(s.output);
+    for (ValueId v : s.reads) add_buffer(v);
+  }
+
+  // Dims: symbols of the live values, each bound by a named input dim.
+  std::set<std::string> symbols;
+  for (const Buffer& b : plan.buffers)
+    for (const std::string& sym : b.bytes.symbols()) symbols.insert(sym);
+  for (const Stage& s : plan.stages) {
+    if (s.node == ir::kNoNode) continue;
+    for (ValueId v : g.node(s.node).inputs)
+      if (v != ir::kNoValue)
+        for (const ir::Dim& d : g.value(v).type.shape.dims())
+          for (const std::string& sym : d.sym().symbols()) symbols.insert(sym);
+  }
+  std::set<std::string> bound;
+  for (ValueId v : g.inputs())
+    for (const ir::Dim& d : g.value(v).type.shape.dims())
+      if (!d.is_static() && d.sym().is_known() && d.sym() == ir::SymInt::symbol(d.symbol_name()))
+        bound.insert(d.symbol_name());
+  for (const std::string& sym : symbols) {
+    if (!bound.count(sym))
+      throw Error(fmt::format("codegen: dim '{}' is not the size of an input dim, so a run "
+                              "cannot bind it; fix it with --dim {}=N",
+                              sym, sym),
+                  Error::Kind::Unsupported);
+    plan.dims.push_back(sym);
+  }
+
+  // The arena, by liveness.
+  std::vector<Lifetime> lives;
+  std::vector<size_t> arena_buffers;
+  std::map<ValueId, size_t> life_of;
+  for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    if (plan.buffers[b].storage != Storage::Arena) continue;
+    life_of[plan.buffers[b].value] = lives.size();
+    lives.push_back({0, 0, plan.buffers[b].bytes});
+    arena_buffers.push_back(b);
+  }
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const Stage& s = plan.stages[i];
+    if (auto it = life_of.find(s.output); it != life_of.end())
+      lives[it->second].first = lives[it->second].last = i;
+  }
+  for (size_t i = 0; i < plan.stages.size(); ++i)
+    for (ValueId v : plan.stages[i].reads)
+      if (auto it = life_of.find(v); it != life_of.end())
+        lives[it->second].last = std::max(lives[it->second].last, i);
+  plan.arena = plan_buffers(lives);
+  for (size_t k = 0; k < arena_buffers.size(); ++k)
+    plan.buffers[arena_buffers[k]].index = plan.arena.slot_of[k];
+  return plan;
+}
+
+std::vector<unsigned char> weights_blob(const KernelPlan& plan) {
+  std::vector<unsigned char> blob(plan.weight_bytes, 0);
+  for (ValueId v : plan.weights) {
+    const Buffer& b = *plan.buffer(v);
+    auto t = plan.graph.weight_data(v);
+    std::memcpy(blob.data() + b.offset, t->raw(), t->byte_size());
+  }
+  return blob;
+}
+
+std::vector<int64_t> bind_dims(const KernelPlan& plan, const std::vector<ir::Tensor>& inputs) {
+  const ir::Graph& g = plan.graph;
+  if (inputs.size() != g.inputs().size())
+    throw Error(fmt::format("{} inputs given for a model with {}", inputs.size(),
+                            g.inputs().size()));
+  std::map<std::string, int64_t> seen;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Value& v = g.value(g.inputs()[i]);
+    const auto& dims = v.type.shape.dims();
+    if (inputs[i].dtype() != v.type.dtype || inputs[i].rank() != dims.size())
+      throw Error(fmt::format("input '{}' is {}, the model wants {}", v.name,
+                              inputs[i].type().str(), v.type.str()));
+    for (size_t k = 0; k < dims.size(); ++k) {
+      int64_t got = inputs[i].dims()[k];
+      if (dims[k].is_static()) {
+        if (dims[k].value() != got)
+          throw Error(fmt::format("input '{}' is {}, the model wants {}", v.name,
+                                  inputs[i].type().str(), v.type.str()));
+      } else if (!dims[k].symbol_name().empty()) {
+        auto [it, fresh] = seen.emplace(dims[k].symbol_name(), got);
+        if (!fresh && it->second != got)
+          throw Error(fmt::format("input '{}' has {} = {}, another input has {}", v.name,
+                                  dims[k].symbol_name(), got, it->second));
+      }
+    }
+  }
+  std::vector<int64_t> out;
+  for (const std::string& d : plan.dims) out.push_back(seen.at(d));
+  return out;
+}
+
+std::vector<int64_t> output_dims(const KernelPlan& plan, size_t output,
+                                 const std::vector<int64_t>& dims) {
+  std::map<std::string, int64_t> binding;
+  for (size_t i = 0; i < plan.dims.size(); ++i) binding[plan.dims[i]] = dims[i];
+  const ir::Value& v = plan.graph.value(plan.graph.outputs()[output]);
+  std::vector<int64_t> out;
+  for (const ir::Dim& d : v.type.shape.dims()) {
+    auto x = d.evaluate(binding);
+    if (!x) throw Error("codegen: output '" + v.name + "' has a dim no input fixes");
+    out.push_back(*x);
+  }
+  return out;
+}
+
+}  // namespace eqfuse::codegen

@@ -1,0 +1,101 @@
+#pragma once
+// The kernel plan: what code generation lowers, decided once for both targets.
+//
+// The optimized graph's kernels are expanded into ordinary nodes (their bodies are the only
+// statement of what they compute, ir/kernel_body.h), and the flat graph is cut into stages. A
+// stage writes one materialized value with one loop nest: element by element for pointwise work
+// (elementwise ops, and layout ops folded into indexing: Transpose, Reshape, Slice, Concat,
+// Expand, Gather), row by row for reductions (Reduce*, Softmax, LayerNormalization, pooling),
+// and as a contraction (MatMul, Gemm, Conv). A value is materialized when it leaves a
+// top-level node (a kernel's output, or a plain op's), when a reduction or contraction makes it,
+// or when a contraction reads it (contractions read contiguous operands); everything else inside
+// a kernel is recomputed in registers where it is used, as the fusion chose.
+//
+// Materialized values live in the caller's input and output buffers, in the weights blob (one
+// file, 64-byte aligned), or in one arena planned by liveness (codegen/buffer_plan.h). Shapes
+// stay symbolic: dims such as `batch` are run-time parameters, so one build serves every size.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/buffer_plan.h"
+#include "ir/graph.h"
+
+namespace eqfuse::codegen {
+
+enum class StageKind {
+  Pointwise,  // out[i] = element expression
+  Reduce,     // Reduce*, GlobalAveragePool, GlobalMaxPool
+  Softmax,    // Softmax, LogSoftmax
+  LayerNorm,  // LayerNormalization
+  MatMul,
+  Gemm,
+  Conv,
+  Pool,  // MaxPool, AveragePool
+};
+std::string_view stage_kind_name(StageKind kind);
+
+struct Stage {
+  StageKind kind = StageKind::Pointwise;
+  ir::NodeId node = ir::kNoNode;  // in KernelPlan::graph; kNoNode: a copy of `source`
+  ir::ValueId output = 0;
+  ir::ValueId source = 0;          // copies only (an output that is an input or a weight)
+  size_t step = 0;                 // the top-level node it belongs to
+  std::vector<ir::ValueId> reads;  // materialized values it reads
+};
+
+// One node of the optimized graph: a fused kernel or a plain op, lowered to stages.
+struct Step {
+  std::string name;   // its first output's name
+  std::string label;  // "kernel pointwise", "Conv", ...
+  std::vector<size_t> stages;
+};
+
+enum class Storage { Input, Output, Weight, Arena };
+
+struct Buffer {
+  ir::ValueId value = 0;
+  Storage storage = Storage::Arena;
+  size_t index = 0;      // position among inputs / outputs / weights; the arena slot
+  uint64_t offset = 0;   // weights: byte offset in the weights blob
+  ir::SymInt bytes = 0;  // its size
+};
+
+struct KernelPlan {
+  ir::Graph graph;                // the optimized graph with kernels expanded
+  std::vector<std::string> dims;  // symbolic dims, the order of the run-time dims array
+  std::vector<Stage> stages;
+  std::vector<Step> steps;
+  std::vector<Buffer> buffers;
+  std::map<ir::ValueId, size_t> buffer_of;  // materialized value -> buffers index
+  std::vector<ir::ValueId> weights;         // in blob order
+  uint64_t weight_bytes = 0;
+  BufferPlan arena;  // slots of the Arena buffers, by liveness
+
+  const Buffer* buffer(ir::ValueId v) const {
+    auto it = buffer_of.find(v);
+    return it == buffer_of.end() ? nullptr : &buffers[it->second];
+  }
+  // The C spelling of dim `name` in generated code ("d0").
+  std::string dim_ident(const std::string& name) const;
+};
+
+// Plans `graph` (typically optimize()'s output). Throws Error (Unsupported) naming the op and
+// node of anything generated code cannot compute: opaque ops, ops without a lowering, dtypes
+// other than f32/f64/integers/bool, unknown dims.
+KernelPlan make_plan(const ir::Graph& graph);
+
+// The weights blob: every weight at its planned offset (zero padding between).
+std::vector<unsigned char> weights_blob(const KernelPlan& plan);
+
+// The dims of a run: each plan dim read from the first input that has it. Error naming the
+// input when an input's shape disagrees with its type.
+std::vector<int64_t> bind_dims(const KernelPlan& plan, const std::vector<ir::Tensor>& inputs);
+
+// An output's concrete dims under a binding.
+std::vector<int64_t> output_dims(const KernelPlan& plan, size_t output,
+                                 const std::vector<int64_t>& dims);
+
+}  // namespace eqfuse::codegen

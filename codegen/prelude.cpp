@@ -1,0 +1,97 @@
+#include "codegen/prelude.h"
+
+namespace eqfuse::codegen {
+
+std::string prelude_text() {
+  return R"eqf(#if defined(__CUDACC_RTC__)
+typedef long long int64_t;
+typedef int int32_t;
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+#define INT64_C(c) c##LL
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+#else
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#endif
+#if defined(__CUDACC__)
+#define EQF_FN __host__ __device__ __forceinline__
+#else
+#define EQF_FN static inline
+#endif
+
+// Scalar ops (ir/scalar_expr.h), for float, double and int64_t.
+#define EQF_UNARY(name, f32, f64)                                       \
+  EQF_FN float eqf_##name(float x) { return f32(x); }                   \
+  EQF_FN double eqf_##name(double x) { return f64(x); }                 \
+  EQF_FN int64_t eqf_##name(int64_t x) { return (int64_t)f64((double)x); }
+EQF_UNARY(exp, expf, exp)
+EQF_UNARY(log, logf, log)
+EQF_UNARY(sqrt, sqrtf, sqrt)
+EQF_UNARY(tanh, tanhf, tanh)
+EQF_UNARY(erf, erff, erf)
+EQF_UNARY(sin, sinf, sin)
+EQF_UNARY(cos, cosf, cos)
+EQF_UNARY(tan, tanf, tan)
+EQF_UNARY(asin, asinf, asin)
+EQF_UNARY(acos, acosf, acos)
+EQF_UNARY(atan, atanf, atan)
+EQF_UNARY(sinh, sinhf, sinh)
+EQF_UNARY(cosh, coshf, cosh)
+EQF_UNARY(asinh, asinhf, asinh)
+EQF_UNARY(acosh, acoshf, acosh)
+EQF_UNARY(atanh, atanhf, atanh)
+EQF_UNARY(floor, floorf, floor)
+EQF_UNARY(ceil, ceilf, ceil)
+EQF_UNARY(round, rintf, rint)
+#undef EQF_UNARY
+template <typename T> EQF_FN T eqf_neg(T x) { return -x; }
+template <typename T> EQF_FN T eqf_abs(T x) { return x < T(0) ? -x : x; }
+template <typename T> EQF_FN T eqf_recip(T x) { return T(1) / x; }
+template <typename T> EQF_FN T eqf_sign(T x) { return T((x > T(0)) - (x < T(0))); }
+template <typename T> EQF_FN T eqf_not(T x) { return T(x == T(0)); }
+template <typename T> EQF_FN T eqf_isnan(T x) { return T(x != x); }
+template <typename T> EQF_FN T eqf_isinf(T x) { return T(x - x != x - x && x == x); }
+template <typename T> EQF_FN T eqf_add(T a, T b) { return a + b; }
+template <typename T> EQF_FN T eqf_sub(T a, T b) { return a - b; }
+template <typename T> EQF_FN T eqf_mul(T a, T b) { return a * b; }
+EQF_FN float eqf_div(float a, float b) { return a / b; }
+EQF_FN double eqf_div(double a, double b) { return a / b; }
+EQF_FN int64_t eqf_div(int64_t a, int64_t b) { return b == 0 ? 0 : a / b; }
+EQF_FN float eqf_pow(float a, float b) { return powf(a, b); }
+EQF_FN double eqf_pow(double a, double b) { return pow(a, b); }
+EQF_FN int64_t eqf_pow(int64_t a, int64_t b) { return (int64_t)pow((double)a, (double)b); }
+template <typename T> EQF_FN T eqf_max(T a, T b) { return a < b ? b : a; }
+template <typename T> EQF_FN T eqf_min(T a, T b) { return b < a ? b : a; }
+EQF_FN float eqf_fmod(float a, float b) { return fmodf(a, b); }
+EQF_FN double eqf_fmod(double a, double b) { return fmod(a, b); }
+EQF_FN int64_t eqf_fmod(int64_t a, int64_t b) { return b == 0 ? 0 : a % b; }
+template <typename T> EQF_FN T eqf_mod(T a, T b) {
+  T r = eqf_fmod(a, b);
+  return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? r + b : r;
+}
+template <typename T> EQF_FN T eqf_eq(T a, T b) { return T(a == b); }
+template <typename T> EQF_FN T eqf_ne(T a, T b) { return T(a != b); }
+template <typename T> EQF_FN T eqf_lt(T a, T b) { return T(a < b); }
+template <typename T> EQF_FN T eqf_le(T a, T b) { return T(a <= b); }
+template <typename T> EQF_FN T eqf_gt(T a, T b) { return T(a > b); }
+template <typename T> EQF_FN T eqf_ge(T a, T b) { return T(a >= b); }
+template <typename T> EQF_FN T eqf_and(T a, T b) { return T(a != T(0) && b != T(0)); }
+template <typename T> EQF_FN T eqf_or(T a, T b) { return T(a != T(0) || b != T(0)); }
+template <typename T> EQF_FN T eqf_xor(T a, T b) { return T((a != T(0)) != (b != T(0))); }
+template <typename T> EQF_FN T eqf_select(T c, T a, T b) { return c != T(0) ? a : b; }
+// Storing into an integer type: floats truncate toward zero and saturate (ONNX Cast).
+template <typename To, typename From> EQF_FN To eqf_convert(From x, To*) { return (To)x; }
+EQF_FN int64_t eqf_convert(float x, int64_t*) {
+  return x != x ? 0 : x >= 9.2233720e18f ? INT64_C(9223372036854775807)
+                    : x <= -9.2233720e18f ? (-INT64_C(9223372036854775807) - 1) : (int64_t)x;
+}
+template <typename To, typename From> EQF_FN To eqf_store(From x) {
+  return eqf_convert(x, (To*)0);
+}
+)eqf";
+}
+
+}  // namespace eqfuse::codegen

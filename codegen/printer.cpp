@@ -1,0 +1,1070 @@
+#include "codegen/printer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+#include "codegen/lowering.h"
+#include "codegen/prelude.h"
+#include "ir/op_table.h"
+#include "ir/ops/window.h"
+#include "ir/scalar_expr.h"
+#include "support/error.h"
+
+namespace eqfuse::codegen {
+
+namespace {
+
+using ir::DType;
+using ir::ValueId;
+using Index = std::vector<std::string>;
+
+std::string storage_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+    case DType::i64:
+      return "int64_t";
+    case DType::i32:
+      return "int32_t";
+    case DType::i8:
+      return "int8_t";
+    case DType::u8:
+    case DType::boolean:
+      return "uint8_t";
+    default:
+      throw Error(fmt::format("codegen: dtype {} is not generated yet", ir::dtype_name(t)),
+                  Error::Kind::Unsupported);
+  }
+}
+
+// The type an op computes in: double when an f64 is involved, float for other floats, int64_t.
+std::string compute_type(const std::vector<DType>& types) {
+  bool any_float = false;
+  for (DType t : types) {
+    if (t == DType::f64) return "double";
+    any_float = any_float || ir::is_floating(t);
+  }
+  return any_float ? "float" : "int64_t";
+}
+
+std::string literal(double v, const std::string& type) {
+  if (type == "int64_t") return fmt::format("INT64_C({})", int64_t(v));
+  if (std::isnan(v)) return fmt::format("({})NAN", type);
+  if (std::isinf(v)) return fmt::format("({})({}INFINITY)", type, v < 0 ? "-" : "");
+  std::string s = type == "float" ? fmt::format("{:.9g}", v) : fmt::format("{:.17g}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return type == "float" ? s + "f" : s;
+}
+
+bool is_zero(const std::string& s) {
+  return s == "0" || s == "INT64_C(0)";
+}
+bool is_one(const std::string& s) {
+  return s == "1" || s == "INT64_C(1)";
+}
+std::string iadd(const std::string& a, const std::string& b) {
+  if (is_zero(a)) return b;
+  if (is_zero(b)) return a;
+  return "(" + a + " + " + b + ")";
+}
+std::string imul(const std::string& a, const std::string& b) {
+  if (is_zero(a) || is_zero(b)) return "0";
+  if (is_one(a)) return b;
+  if (is_one(b)) return a;
+  return a + " * " + b;
+}
+
+class Writer {
+ public:
+  Writer(const KernelPlan& plan, Target target) : plan_(plan), g_(plan.graph), target_(target) {}
+
+  // One stage as a function (and, for CUDA, its launch), appended to `functions`; the call
+  // the run function makes, appended to `calls`.
+  void stage(size_t index, std::string& functions, std::string& calls);
+
+ private:
+  const KernelPlan& plan_;
+  const ir::Graph& g_;
+  Target target_;
+  std::string out_;
+  int depth_ = 0;
+  int counter_ = 0;
+  std::vector<std::unordered_map<std::string, std::string>> scopes_;
+  std::set<ValueId> used_;
+
+  void line(const std::string& s) { out_ += std::string(size_t(depth_) * 2, ' ') + s + "\n"; }
+  std::string fresh(const char* prefix) { return prefix + std::to_string(counter_++); }
+  void open(const std::string& header) {
+    line(header + " {");
+    ++depth_;
+    scopes_.emplace_back();
+  }
+  void close() {
+    --depth_;
+    line("}");
+    scopes_.pop_back();
+  }
+  const std::string* cached(const std::string& key) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto f = it->find(key); f != it->end()) return &f->second;
+    return nullptr;
+  }
+
+  const ir::TensorType& type(ValueId v) const { return g_.value(v).type; }
+  size_t rank(ValueId v) const { return type(v).shape.rank(); }
+  std::string dim(const ir::Dim& d) const {
+    if (d.is_static()) return std::to_string(d.value());
+    return d.sym().c_expr([&](const std::string& s) { return plan_.dim_ident(s); });
+  }
+  std::string dim(ValueId v, size_t k) const { return dim(type(v).shape[k]); }
+  bool dim_is_one(ValueId v, size_t k) const {
+    const ir::Dim& d = type(v).shape[k];
+    return d.is_static() && d.value() == 1;
+  }
+  std::string numel(ValueId v) const {
+    std::string n = "1";
+    for (size_t k = 0; k < rank(v); ++k) n = imul(n, dim(v, k));
+    return n;
+  }
+  std::string ptr(ValueId v) {
+    if (!plan_.buffer(v))
+      throw Error(fmt::format("codegen: internal: value '{}' has no buffer", g_.value(v).name),
+                  Error::Kind::Internal);
+    used_.insert(v);
+    return fmt::format("p{}", plan_.buffer_of.at(v));
+  }
+
+  std::string linear(ValueId v, const Index& idx) const {
+    std::string lin = "0";
+    for (size_t k = 0; k < idx.size(); ++k) {
+      std::string d = dim(v, k);
+      lin = iadd(imul(lin.size() > 1 && lin != "0" ? "(" + lin + ")" : lin, d), idx[k]);
+    }
+    return lin;
+  }
+  Index decompose(const std::string& lin, const std::vector<std::string>& dims,
+                  const std::vector<bool>& one) {
+    Index idx(dims.size(), "0");
+    if (dims.empty()) return idx;
+    std::string r = fresh("r");
+    line(fmt::format("int64_t {} = {};", r, lin));
+    for (size_t k = dims.size(); k-- > 1;) {
+      if (one[k]) continue;
+      std::string v = fresh("i");
+      line(fmt::format("const int64_t {} = {} % {};", v, r, dims[k]));
+      line(fmt::format("{} /= {};", r, dims[k]));
+      idx[k] = v;
+    }
+    if (!one[0]) {
+      idx[0] = fresh("i");
+      line(fmt::format("const int64_t {} = {};", idx[0], r));
+    }
+    line(fmt::format("(void){};", r));
+    return idx;
+  }
+  Index decompose_value(const std::string& lin, ValueId v) {
+    std::vector<std::string> dims;
+    std::vector<bool> one;
+    for (size_t k = 0; k < rank(v); ++k) {
+      dims.push_back(dim(v, k));
+      one.push_back(dim_is_one(v, k));
+    }
+    return decompose(lin, dims, one);
+  }
+  // The index of `in` read at output index `idx` under numpy broadcasting.
+  Index broadcast_index(ValueId in, const Index& idx) const {
+    size_t r = rank(in), off = idx.size() - r;
+    Index out(r);
+    for (size_t k = 0; k < r; ++k) out[k] = dim_is_one(in, k) ? "0" : idx[off + k];
+    return out;
+  }
+
+  std::string elem(ValueId v, const Index& idx);
+  std::string compute(const ir::Node& n, const Index& idx);
+  std::string scalar(const ir::Node& n, const Index& idx);
+  std::string reshape(ValueId in, ValueId out, const Index& idx);
+  std::string slice(const ir::Node& n, const Index& idx);
+  std::string concat(const ir::Node& n, const Index& idx);
+  std::string gather(const ir::Node& n, const Index& idx);
+  std::string shape(const ir::Node& n, const Index& idx);
+
+  // Stage bodies over item `i`; each returns the item count.
+  std::string body_pointwise(const Stage& s);
+  std::string body_reduce(const Stage& s);
+  std::string body_softmax(const Stage& s);
+  std::string body_layernorm(const Stage& s);
+  std::string body_matmul_element(const Stage& s);
+  std::string body_matmul_rows(const Stage& s);
+  std::string body_conv(const Stage& s);
+  std::string body_pool(const Stage& s);
+};
+
+std::string Writer::elem(ValueId v, const Index& idx) {
+  std::string key = std::to_string(v);
+  for (const std::string& i : idx) key += "," + i;
+  if (const std::string* hit = cached(key)) return *hit;
+  std::string var;
+  if (plan_.buffer(v)) {
+    var = fresh("t");
+    line(fmt::format("const {} {} = {}[{}];", storage_type(type(v).dtype), var, ptr(v),
+                     linear(v, idx)));
+  } else {
+    const ir::Value& val = g_.value(v);
+    if (val.producer == ir::kNoNode)
+      throw Error("codegen: internal: '" + val.name + "' is neither computed nor stored",
+                  Error::Kind::Internal);
+    var = compute(g_.node(val.producer), idx);
+  }
+  scopes_.back()[key] = var;
+  return var;
+}
+
+std::string Writer::compute(const ir::Node& n, const Index& idx) {
+  const std::string& op = n.op_type;
+  ValueId out = n.outputs[0];
+  if (op == "Transpose") {
+    ir::OpContext ctx = ir::make_context(g_, n);
+    size_t r = rank(n.inputs[0]);
+    std::vector<int64_t> perm;
+    if (ctx.has_attr("perm")) perm = ctx.attr_ints("perm");
+    else
+      for (size_t k = r; k-- > 0;) perm.push_back(int64_t(k));
+    Index in(r);
+    for (size_t k = 0; k < r; ++k) in[size_t(perm[k])] = idx[k];
+    return elem(n.inputs[0], in);
+  }
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
+      op == "Identity" || op == "Dropout")
+    return reshape(n.inputs[0], out, idx);
+  if (op == "Expand") return elem(n.inputs[0], broadcast_index(n.inputs[0], idx));
+  if (op == "Slice") return slice(n, idx);
+  if (op == "Concat") return concat(n, idx);
+  if (op == "Gather") return gather(n, idx);
+  if (op == "Shape") return shape(n, idx);
+  return scalar(n, idx);
+}
+
+std::string print_scalar(const ir::ScalarExpr& e, const std::string& type,
+                         const std::vector<std::string>& operands) {
+  switch (e.op) {
+    case ir::ScalarOp::Input:
+      return operands.at(size_t(e.input));
+    case ir::ScalarOp::Const:
+      return literal(e.value, type);
+    case ir::ScalarOp::Attr:
+      throw Error("codegen: internal: unbound attribute @" + e.attr, Error::Kind::Internal);
+    default:
+      break;
+  }
+  std::string s = "eqf_";
+  s += ir::scalar_op_name(e.op);
+  s += "(";
+  for (size_t k = 0; k < e.args.size(); ++k) {
+    if (k) s += ", ";
+    s += print_scalar(*e.args[k], type, operands);
+  }
+  return s + ")";
+}
+
+void input_refs(const ir::ScalarExpr& e, std::set<int64_t>& refs) {
+  if (e.op == ir::ScalarOp::Input) refs.insert(e.input);
+  for (const auto& a : e.args) input_refs(*a, refs);
+}
+
+std::string Writer::scalar(const ir::Node& n, const Index& idx) {
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ir::ScalarExprPtr e = ir::node_scalar_expr(ctx);
+  if (!e) throw Error(fmt::format("codegen: {} '{}': no scalar meaning", n.op_type, n.name),
+                      Error::Kind::Unsupported);
+  ValueId out = n.outputs[0];
+  std::vector<DType> types = {type(out).dtype};
+  for (ValueId in : n.inputs)
+    if (in != ir::kNoValue) types.push_back(type(in).dtype);
+  if (type(out).dtype == DType::boolean) types.pop_back(), types.erase(types.begin());
+  std::string ct = compute_type(types);
+  std::set<int64_t> refs;
+  input_refs(*e, refs);
+  std::vector<std::string> operands(n.inputs.size());
+  for (int64_t k : refs) {
+    ValueId in = n.inputs.at(size_t(k));
+    std::string v = elem(in, broadcast_index(in, idx));
+    operands[size_t(k)] = storage_type(type(in).dtype) == ct ? v : "(" + ct + ")" + v;
+  }
+  std::string expr = print_scalar(*e, ct, operands);
+  std::string st = storage_type(type(out).dtype);
+  std::string var = fresh("t");
+  if (type(out).dtype == DType::boolean)
+    line(fmt::format("const uint8_t {} = (uint8_t)(({}) != ({})0);", var, expr, ct));
+  else if (st == ct)
+    line(fmt::format("const {} {} = {};", st, var, expr));
+  else
+    line(fmt::format("const {} {} = eqf_store<{}, {}>({});", st, var, st, ct, expr));
+  return var;
+}
+
+std::string Writer::reshape(ValueId in, ValueId out, const Index& idx) {
+  const auto& a = type(in).shape.dims();
+  const auto& b = type(out).shape.dims();
+  if (a == b) return elem(in, idx);
+  // Only size-1 axes differ (Squeeze, Unsqueeze): map the other axes one to one.
+  std::vector<size_t> ka, kb;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (!(a[k].is_static() && a[k].value() == 1)) ka.push_back(k);
+  for (size_t k = 0; k < b.size(); ++k)
+    if (!(b[k].is_static() && b[k].value() == 1)) kb.push_back(k);
+  bool same = ka.size() == kb.size();
+  for (size_t k = 0; same && k < ka.size(); ++k) same = a[ka[k]] == b[kb[k]];
+  Index in_idx(a.size(), "0");
+  if (same) {
+    for (size_t k = 0; k < ka.size(); ++k) in_idx[ka[k]] = idx[kb[k]];
+    return elem(in, in_idx);
+  }
+  std::string lin = fresh("l");
+  line(fmt::format("const int64_t {} = {};", lin, linear(out, idx)));
+  return elem(in, decompose_value(lin, in));
+}
+
+std::string Writer::slice(const ir::Node& n, const Index& idx) {
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId in = n.inputs[0];
+  size_t r = rank(in);
+  auto starts = ctx.ints_attr_or_input("starts", 1);
+  auto ends = ctx.ints_attr_or_input("ends", 2);
+  auto axes = ctx.ints_attr_or_input("axes", 3);
+  auto steps = ctx.ints_attr_or_input("steps", 4);
+  if (!starts || !ends)
+    throw Error(fmt::format("codegen: Slice '{}': starts and ends must be constants", n.name),
+                Error::Kind::Unsupported);
+  if (!axes) {
+    axes.emplace();
+    for (size_t k = 0; k < starts->size(); ++k) axes->push_back(int64_t(k));
+  }
+  if (!steps) steps = std::vector<int64_t>(starts->size(), 1);
+  Index in_idx = idx;
+  for (size_t k = 0; k < axes->size(); ++k) {
+    int64_t a = (*axes)[k] < 0 ? (*axes)[k] + int64_t(r) : (*axes)[k];
+    int64_t start = (*starts)[k], step = (*steps)[k];
+    const ir::Dim& d = type(in).shape[size_t(a)];
+    std::string begin;
+    if (d.is_static()) {
+      int64_t size = d.value();
+      if (start < 0) start += size;
+      start = step > 0 ? std::clamp<int64_t>(start, 0, size)
+                       : std::clamp<int64_t>(start, 0, std::max<int64_t>(size - 1, 0));
+      begin = std::to_string(start);
+    } else if (start >= 0 && step > 0) {
+      begin = fmt::format("eqf_min<int64_t>({}, {})", start, dim(d));
+    } else if (start < 0) {
+      begin = fmt::format("eqf_max<int64_t>({} - {}, 0)", dim(d), -start);
+    } else {
+      throw Error(fmt::format("codegen: Slice '{}': a negative step over a symbolic dim",
+                              n.name),
+                  Error::Kind::Unsupported);
+    }
+    in_idx[size_t(a)] = iadd(begin, imul(idx[size_t(a)], std::to_string(step)));
+  }
+  return elem(in, in_idx);
+}
+
+std::string Writer::concat(const ir::Node& n, const Index& idx) {
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId out = n.outputs[0];
+  int64_t axis = ctx.attr_int("axis");
+  if (axis < 0) axis += int64_t(rank(out));
+  size_t a = size_t(axis);
+  std::string var = fresh("t");
+  line(fmt::format("{} {};", storage_type(type(out).dtype), var));
+  std::string offset = "0";
+  std::vector<ValueId> parts;
+  for (ValueId in : n.inputs)
+    if (in != ir::kNoValue) parts.push_back(in);
+  for (size_t k = 0; k < parts.size(); ++k) {
+    std::string end = iadd(offset, dim(parts[k], a));
+    std::string header = k + 1 == parts.size() ? "else"
+                         : k == 0 ? fmt::format("if ({} < {})", idx[a], end)
+                                  : fmt::format("else if ({} < {})", idx[a], end);
+    if (parts.size() == 1) header = "";
+    open(header);
+    Index in_idx = idx;
+    in_idx[a] = is_zero(offset) ? idx[a] : fmt::format("({} - {})", idx[a], offset);
+    line(fmt::format("{} = {};", var, elem(parts[k], in_idx)));
+    close();
+    offset = end;
+  }
+  return var;
+}
+
+std::string Writer::gather(const ir::Node& n, const Index& idx) {
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId data = n.inputs[0], indices = n.inputs[1];
+  int64_t axis = ctx.attr_int("axis");
+  if (axis < 0) axis += int64_t(rank(data));
+  size_t a = size_t(axis), q = rank(indices);
+  Index qi(idx.begin() + long(a), idx.begin() + long(a + q));
+  std::string raw = elem(indices, qi);
+  std::string gv = fresh("g");
+  line(fmt::format("const int64_t {} = (int64_t){} < 0 ? (int64_t){} + {} : (int64_t){};", gv,
+                   raw, raw, dim(data, a), raw));
+  Index in_idx(idx.begin(), idx.begin() + long(a));
+  in_idx.push_back(gv);
+  in_idx.insert(in_idx.end(), idx.begin() + long(a + q), idx.end());
+  return elem(data, in_idx);
+}
+
+std::string Writer::shape(const ir::Node& n, const Index& idx) {
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId in = n.inputs[0];
+  int64_t r = int64_t(rank(in));
+  int64_t start = ctx.has_attr("start") ? ctx.attr_int("start") : 0;
+  int64_t end = ctx.has_attr("end") ? ctx.attr_int("end") : r;
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, start, r);
+  std::string e = "0";
+  for (int64_t k = end - 1; k >= start; --k)
+    e = k == end - 1 ? "(int64_t)(" + dim(in, size_t(k)) + ")"
+                     : fmt::format("({} == {} ? (int64_t)({}) : {})", idx[0], k - start,
+                                   dim(in, size_t(k)), e);
+  std::string var = fresh("t");
+  line(fmt::format("const int64_t {} = {};", var, e));
+  return var;
+}
+
+// ---- stage bodies -------------------------------------------------------------------------
+
+std::string Writer::body_pointwise(const Stage& s) {
+  ValueId out = s.output;
+  Index idx = decompose_value("i", out);
+  std::string v = s.node == ir::kNoNode ? elem(s.source, idx) : compute(g_.node(s.node), idx);
+  line(fmt::format("{}[i] = {};", ptr(out), v));
+  return numel(out);
+}
+
+std::string Writer::body_reduce(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId in = n.inputs[0], out = s.output;
+  size_t r = rank(in);
+  std::string op = n.op_type;
+  std::vector<bool> reduced(r, false);
+  bool keep = true;
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+    for (size_t k = 2; k < r; ++k) reduced[k] = true;
+    op = op == "GlobalAveragePool" ? "ReduceMean" : "ReduceMax";
+  } else {
+    keep = ctx.attr_int("keepdims") != 0;
+    auto axes = ctx.ints_attr_or_input("axes", 1);
+    if (!axes && ctx.has_input(1))
+      throw Error(fmt::format("codegen: {} '{}': axes must be constant", n.op_type, n.name),
+                  Error::Kind::Unsupported);
+    if (!axes || axes->empty()) {
+      if (ctx.attr_int("noop_with_empty_axes") != 0) {
+        Index idx = decompose_value("i", out);
+        line(fmt::format("{}[i] = {};", ptr(out), elem(in, idx)));
+        return numel(out);
+      }
+      reduced.assign(r, true);
+    } else {
+      for (int64_t a : *axes) reduced[size_t(a < 0 ? a + int64_t(r) : a)] = true;
+    }
+  }
+  Index oidx = decompose_value("i", out);
+  std::string ct = compute_type({type(out).dtype});
+  std::string count = "1";
+  Index in_idx(r);
+  size_t o = 0;
+  std::vector<size_t> loops;
+  for (size_t k = 0; k < r; ++k) {
+    if (reduced[k]) {
+      in_idx[k] = fresh("k");
+      loops.push_back(k);
+      count = imul(count, dim(in, k));
+      if (keep) ++o;
+    } else {
+      in_idx[k] = oidx[o++];
+    }
+  }
+  auto loop_nest = [&](const std::function<void(const std::string&)>& body) {
+    for (size_t k : loops)
+      open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", in_idx[k], in_idx[k], dim(in, k),
+                       in_idx[k]));
+    if (loops.empty()) open("");
+    std::string x = elem(in, in_idx);
+    body(storage_type(type(in).dtype) == ct ? x : "(" + ct + ")" + x);
+    for (size_t k = 0; k < std::max<size_t>(loops.size(), 1); ++k) close();
+  };
+  std::string acc = fresh("acc");
+  bool is_max = op == "ReduceMax", is_min = op == "ReduceMin";
+  std::string init = is_max   ? (ct == "int64_t" ? "INT64_MIN" : "(" + ct + ")(-INFINITY)")
+                     : is_min ? (ct == "int64_t" ? "INT64_MAX" : "(" + ct + ")INFINITY")
+                     : op == "ReduceProd" ? literal(1, ct)
+                                          : literal(0, ct);
+  std::string result;
+  if (op == "ReduceLogSumExp") {
+    std::string m = fresh("m");
+    line(fmt::format("{} {} = ({})(-INFINITY);", ct, m, ct));
+    loop_nest([&](const std::string& x) { line(fmt::format("{} = eqf_max({}, {});", m, m, x)); });
+    line(fmt::format("{} {} = {};", ct, acc, literal(0, ct)));
+    loop_nest([&](const std::string& x) {
+      line(fmt::format("{} += eqf_exp({} - {});", acc, x, m));
+    });
+    result = fmt::format("{} + eqf_log({})", m, acc);
+  } else {
+    line(fmt::format("{} {} = {};", ct, acc, init));
+    loop_nest([&](const std::string& x) {
+      if (is_max) line(fmt::format("{} = eqf_max({}, {});", acc, acc, x));
+      else if (is_min) line(fmt::format("{} = eqf_min({}, {});", acc, acc, x));
+      else if (op == "ReduceProd") line(fmt::format("{} *= {};", acc, x));
+      else if (op == "ReduceSumSquare" || op == "ReduceL2")
+        line(fmt::format("{} += {} * {};", acc, x, x));
+      else if (op == "ReduceL1") line(fmt::format("{} += eqf_abs({});", acc, x));
+      else line(fmt::format("{} += {};", acc, x));
+    });
+    result = acc;
+    if (op == "ReduceMean") result = fmt::format("{} / ({})({})", acc, ct, count);
+    if (op == "ReduceL2") result = fmt::format("eqf_sqrt({})", acc);
+    if (op == "ReduceLogSum") result = fmt::format("eqf_log({})", acc);
+  }
+  std::string st = storage_type(type(out).dtype);
+  line(fmt::format("{}[i] = eqf_store<{}, {}>({});", ptr(out), st, ct, result));
+  return numel(out);
+}
+
+std::string Writer::body_softmax(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId in = n.inputs[0], out = s.output;
+  size_t r = rank(in);
+  int64_t axis = ctx.attr_int("axis");
+  size_t a = size_t(axis < 0 ? axis + int64_t(r) : axis);
+  std::vector<std::string> dims;
+  std::vector<bool> one;
+  std::string rows = "1";
+  for (size_t k = 0; k < r; ++k)
+    if (k != a) {
+      dims.push_back(dim(in, k));
+      one.push_back(dim_is_one(in, k));
+      rows = imul(rows, dim(in, k));
+    }
+  Index rest = decompose("i", dims, one);
+  Index idx;
+  std::string j = fresh("j");
+  for (size_t k = 0, o = 0; k < r; ++k) idx.push_back(k == a ? j : rest[o++]);
+  std::string ct = compute_type({type(out).dtype});
+  std::string m = fresh("m"), sum = fresh("s");
+  std::string loop = fmt::format("for (int64_t {} = 0; {} < {}; ++{})", j, j, dim(in, a), j);
+  line(fmt::format("{} {} = ({})(-INFINITY);", ct, m, ct));
+  open(loop);
+  line(fmt::format("{} = eqf_max({}, ({}){});", m, m, ct, elem(in, idx)));
+  close();
+  line(fmt::format("{} {} = 0;", ct, sum));
+  open(loop);
+  line(fmt::format("{} += eqf_exp(({}){} - {});", sum, ct, elem(in, idx), m));
+  close();
+  bool log = n.op_type == "LogSoftmax";
+  if (!log) line(fmt::format("const {} inv_{} = ({})1 / {};", ct, sum, ct, sum));
+  else line(fmt::format("const {} log_{} = eqf_log({});", ct, sum, sum));
+  open(loop);
+  std::string x = elem(in, idx);
+  line(log ? fmt::format("{}[{}] = ({}){} - {} - log_{};", ptr(out), linear(out, idx), ct, x, m,
+                         sum)
+           : fmt::format("{}[{}] = eqf_exp(({}){} - {}) * inv_{};", ptr(out), linear(out, idx),
+                         ct, x, m, sum));
+  close();
+  return rows;
+}
+
+std::string Writer::body_layernorm(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId in = n.inputs[0], out = s.output;
+  size_t r = rank(in);
+  int64_t axis = ctx.attr_int("axis");
+  size_t a = size_t(axis < 0 ? axis + int64_t(r) : axis);
+  double eps = ctx.attr_float("epsilon");
+  std::vector<std::string> lead, trail;
+  std::vector<bool> lead_one, trail_one;
+  std::string rows = "1", cols = "1";
+  for (size_t k = 0; k < r; ++k) {
+    (k < a ? lead : trail).push_back(dim(in, k));
+    (k < a ? lead_one : trail_one).push_back(dim_is_one(in, k));
+    (k < a ? rows : cols) = imul(k < a ? rows : cols, dim(in, k));
+  }
+  Index head = decompose("i", lead, lead_one);
+  std::string ct = compute_type({type(out).dtype});
+  std::string j = fresh("j"), mean = fresh("mean"), var = fresh("var");
+  std::string loop = fmt::format("for (int64_t {} = 0; {} < {}; ++{})", j, j, cols, j);
+  auto row_index = [&]() {
+    Index tail = decompose(j, trail, trail_one);
+    Index idx = head;
+    idx.insert(idx.end(), tail.begin(), tail.end());
+    return std::pair{idx, tail};
+  };
+  line(fmt::format("{} {} = 0;", ct, mean));
+  open(loop);
+  line(fmt::format("{} += ({}){};", mean, ct, elem(in, row_index().first)));
+  close();
+  line(fmt::format("{} /= ({})({});", mean, ct, cols));
+  line(fmt::format("{} {} = 0;", ct, var));
+  open(loop);
+  {
+    std::string d = fresh("dv");
+    line(fmt::format("const {} {} = ({}){} - {};", ct, d, ct, elem(in, row_index().first), mean));
+    line(fmt::format("{} += {} * {};", var, d, d));
+  }
+  close();
+  std::string inv = fresh("inv");
+  line(fmt::format("const {} {} = ({})1 / eqf_sqrt({} / ({})({}) + {});", ct, inv, ct, var, ct,
+                   cols, literal(eps, ct)));
+  open(loop);
+  {
+    auto [idx, tail] = row_index();
+    std::string y = fmt::format("(({}){} - {}) * {}", ct, elem(in, idx), mean, inv);
+    if (n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue)
+      y = fmt::format("{} * ({}){}", y, ct, elem(n.inputs[1], broadcast_index(n.inputs[1], tail)));
+    if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+      y = fmt::format("{} + ({}){}", y, ct, elem(n.inputs[2], broadcast_index(n.inputs[2], tail)));
+    line(fmt::format("{}[{}] = {};", ptr(out), linear(out, idx), y));
+  }
+  close();
+  return rows;
+}
+
+// MatMul and Gemm operand geometry: element (m, k) of A and (k, n) of B at an output index.
+struct Contraction {
+  ValueId a, b;
+  bool gemm = false, trans_a = false, trans_b = false;
+  double alpha = 1, beta = 1;
+  ValueId c = ir::kNoValue;
+};
+
+Contraction contraction(const ir::Graph& g, const ir::Node& n) {
+  Contraction c;
+  c.a = n.inputs[0];
+  c.b = n.inputs[1];
+  if (n.op_type == "Gemm") {
+    ir::OpContext ctx = ir::make_context(g, n);
+    c.gemm = true;
+    c.trans_a = ctx.attr_int("transA") != 0;
+    c.trans_b = ctx.attr_int("transB") != 0;
+    c.alpha = ctx.attr_float("alpha");
+    c.beta = ctx.attr_float("beta");
+    if (n.inputs.size() > 2) c.c = n.inputs[2];
+  }
+  return c;
+}
+
+std::string Writer::body_matmul_element(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  Contraction c = contraction(g_, n);
+  ValueId out = s.output;
+  size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
+  Index idx = decompose_value("i", out);
+  std::string k = fresh("k");
+  std::string ct = compute_type({type(out).dtype});
+  Index ia, ib;
+  std::string K;
+  if (c.gemm) {
+    std::string m = idx[0], nn = idx[1];
+    ia = c.trans_a ? Index{k, m} : Index{m, k};
+    ib = c.trans_b ? Index{nn, k} : Index{k, nn};
+    K = dim(c.a, c.trans_a ? 0 : 1);
+  } else {
+    K = dim(c.a, ra - 1);
+    size_t batch = ro - (ra >= 2 ? 1 : 0) - (rb >= 2 ? 1 : 0);
+    Index bidx(idx.begin(), idx.begin() + long(batch));
+    auto batch_of = [&](ValueId v, size_t matrix_rank) {
+      size_t r = rank(v) - matrix_rank;
+      Index out_b(r);
+      for (size_t q = 0; q < r; ++q)
+        out_b[q] = dim_is_one(v, q) ? "0" : bidx[batch - r + q];
+      return out_b;
+    };
+    if (ra >= 2) {
+      ia = batch_of(c.a, 2);
+      ia.push_back(idx[batch]);
+      ia.push_back(k);
+    } else {
+      ia = {k};
+    }
+    if (rb >= 2) {
+      ib = batch_of(c.b, 2);
+      ib.push_back(k);
+      ib.push_back(idx[ro - 1]);
+    } else {
+      ib = {k};
+    }
+  }
+  std::string acc = fresh("acc");
+  line(fmt::format("{} {} = 0;", ct, acc));
+  open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", k, k, K, k));
+  line(fmt::format("{} += ({}){} * ({}){};", acc, ct, elem(c.a, ia), ct, elem(c.b, ib)));
+  close();
+  std::string v = acc;
+  if (c.gemm) {
+    v = fmt::format("{} * {}", literal(c.alpha, ct), acc);
+    if (c.c != ir::kNoValue && c.beta != 0)
+      v += fmt::format(" + {} * ({}){}", literal(c.beta, ct), ct,
+                       elem(c.c, broadcast_index(c.c, idx)));
+  }
+  line(fmt::format("{}[i] = {};", ptr(out), v));
+  return numel(out);
+}
+
+// The CPU form: one item per output row, the column loop innermost (it vectorizes).
+std::string Writer::body_matmul_rows(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  Contraction c = contraction(g_, n);
+  ValueId out = s.output;
+  size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
+  std::vector<std::string> rdims;
+  std::vector<bool> rone;
+  std::string rows = "1";
+  for (size_t k = 0; k + 1 < ro; ++k) {
+    rdims.push_back(dim(out, k));
+    rone.push_back(dim_is_one(out, k));
+    rows = imul(rows, dim(out, k));
+  }
+  Index ridx = decompose("i", rdims, rone);
+  std::string ct = compute_type({type(out).dtype});
+  std::string N = dim(out, ro - 1);
+  std::string K, sak, sbk, sbn, abase, bbase;
+  std::string m = ridx.empty() ? "0" : ridx.back();
+  if (c.gemm) {
+    K = dim(c.a, c.trans_a ? 0 : 1);
+    abase = linear(c.a, c.trans_a ? Index{"0", m} : Index{m, "0"});
+    sak = c.trans_a ? dim(c.a, 1) : "1";
+    bbase = "0";
+    sbk = c.trans_b ? "1" : dim(c.b, 1);
+    sbn = c.trans_b ? dim(c.b, 1) : "1";
+  } else {
+    K = dim(c.a, ra - 1);
+    size_t batch = ro - 2;
+    auto batch_of = [&](ValueId v) {
+      size_t r = rank(v) - 2;
+      Index b(r);
+      for (size_t q = 0; q < r; ++q) b[q] = dim_is_one(v, q) ? "0" : ridx[batch - r + q];
+      return b;
+    };
+    Index ia = batch_of(c.a);
+    ia.push_back(m);
+    ia.push_back("0");
+    abase = linear(c.a, ia);
+    sak = "1";
+    Index ib = batch_of(c.b);
+    ib.push_back("0");
+    ib.push_back("0");
+    bbase = linear(c.b, ib);
+    sbk = dim(c.b, rb - 1);
+    sbn = "1";
+  }
+  std::string st = storage_type(type(out).dtype);
+  line(fmt::format("const {}* a = {} + {};", storage_type(type(c.a).dtype), ptr(c.a), abase));
+  line(fmt::format("const {}* b = {} + {};", storage_type(type(c.b).dtype), ptr(c.b), bbase));
+  line(fmt::format("{}* c = {} + i * {};", st, ptr(out), N));
+  if (sbn == "1") {
+    line(fmt::format("for (int64_t n = 0; n < {}; ++n) c[n] = 0;", N));
+    open(fmt::format("for (int64_t k = 0; k < {}; ++k)", K));
+    line(fmt::format("const {} av = a[{}];", ct, imul("k", sak)));
+    line(fmt::format("const {}* br = b + {};", storage_type(type(c.b).dtype), imul("k", sbk)));
+    line("#pragma omp simd");
+    line(fmt::format("for (int64_t n = 0; n < {}; ++n) c[n] += av * br[n];", N));
+    close();
+  } else {
+    open(fmt::format("for (int64_t n = 0; n < {}; ++n)", N));
+    line(fmt::format("const {}* br = b + {};", storage_type(type(c.b).dtype), imul("n", sbn)));
+    line(fmt::format("{} acc = 0;", ct));
+    line("#pragma omp simd reduction(+ : acc)");
+    line(fmt::format("for (int64_t k = 0; k < {}; ++k) acc += a[{}] * br[k];", K,
+                     imul("k", sak)));
+    line("c[n] = acc;");
+    close();
+  }
+  if (c.gemm) {
+    open(fmt::format("for (int64_t n = 0; n < {}; ++n)", N));
+    std::string v = fmt::format("{} * c[n]", literal(c.alpha, ct));
+    if (c.c != ir::kNoValue && c.beta != 0)
+      v += fmt::format(" + {} * ({}){}", literal(c.beta, ct), ct,
+                       elem(c.c, broadcast_index(c.c, Index{m, "n"})));
+    line(fmt::format("c[n] = {};", v));
+    close();
+  }
+  (void)rb;
+  return rows;
+}
+
+std::vector<ir::structured::WindowAxis> window_of(const ir::Graph& g, const ir::Node& n,
+                                                  const std::vector<int64_t>& kernel) {
+  ir::OpContext ctx = ir::make_context(g, n);
+  const ir::TensorType& x = *ctx.input_types[0];
+  std::vector<ir::Dim> spatial(x.shape.dims().begin() + 2, x.shape.dims().end());
+  bool ceil_mode = ctx.has_attr("ceil_mode") && ctx.attr_int("ceil_mode") != 0;
+  return ir::structured::window_axes(ctx, spatial, kernel, ceil_mode);
+}
+
+std::string Writer::body_conv(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
+  size_t sp = rank(x) - 2;
+  std::vector<int64_t> kernel;
+  for (size_t k = 0; k < sp; ++k) {
+    if (!type(w).shape[k + 2].is_static())
+      throw Error("codegen: Conv '" + n.name + "': the kernel size must be static",
+                  Error::Kind::Unsupported);
+    kernel.push_back(type(w).shape[k + 2].value());
+  }
+  auto win = window_of(g_, n, kernel);
+  int64_t group = ctx.attr_int("group");
+  Index idx = decompose_value("i", out);
+  std::string ct = compute_type({type(out).dtype});
+  std::string cg = dim(w, 1);
+  std::string mg = fmt::format("({} / {})", dim(w, 0), group);
+  std::string gv = fresh("grp");
+  line(fmt::format("const int64_t {} = {} / {};", gv, idx[1], mg));
+  std::string acc = fresh("acc");
+  line(fmt::format("{} {} = 0;", ct, acc));
+  std::string c = fresh("c");
+  open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", c, c, cg, c));
+  Index xi = {idx[0], iadd(imul(gv, cg), c)}, wi = {idx[1], c};
+  for (size_t k = 0; k < sp; ++k) {
+    std::string kk = fresh("q"), pos = fresh("y");
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", kk, kk, kernel[k], kk));
+    line(fmt::format("const int64_t {} = {} * {} - {} + {} * {};", pos, idx[2 + k],
+                     win[k].stride, win[k].pad_begin, kk, win[k].dilation));
+    line(fmt::format("if ({} < 0 || {} >= {}) continue;", pos, pos, dim(x, 2 + k)));
+    xi.push_back(pos);
+    wi.push_back(kk);
+  }
+  line(fmt::format("{} += ({}){} * ({}){};", acc, ct, elem(x, xi), ct, elem(w, wi)));
+  for (size_t k = 0; k <= sp; ++k) close();
+  std::string v = acc;
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    v = fmt::format("{} + ({}){}", acc, ct, elem(n.inputs[2], Index{idx[1]}));
+  line(fmt::format("{}[i] = {};", ptr(out), v));
+  return numel(out);
+}
+
+std::string Writer::body_pool(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId x = n.inputs[0], out = s.output;
+  size_t sp = rank(x) - 2;
+  auto kernel = ctx.attr_ints("kernel_shape");
+  auto win = window_of(g_, n, kernel);
+  bool is_max = n.op_type == "MaxPool";
+  bool include_pad = !is_max && ctx.attr_int("count_include_pad") != 0;
+  Index idx = decompose_value("i", out);
+  std::string ct = compute_type({type(out).dtype});
+  std::string acc = fresh("acc"), cnt = fresh("cnt");
+  line(fmt::format("{} {} = {};", ct, acc, is_max ? "(" + ct + ")(-INFINITY)" : "0"));
+  line(fmt::format("int64_t {} = 0;", cnt));
+  Index xi = {idx[0], idx[1]};
+  for (size_t k = 0; k < sp; ++k) {
+    std::string kk = fresh("q"), pos = fresh("y");
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", kk, kk, kernel[k], kk));
+    line(fmt::format("const int64_t {} = {} * {} - {} + {} * {};", pos, idx[2 + k],
+                     win[k].stride, win[k].pad_begin, kk, win[k].dilation));
+    if (include_pad)
+      line(fmt::format("if ({} >= {} + {}) continue;", pos, dim(x, 2 + k), win[k].pad_end));
+    xi.push_back(pos);
+  }
+  if (include_pad) line(fmt::format("++{};", cnt));
+  std::string inside;
+  for (size_t k = 0; k < sp; ++k)
+    inside += fmt::format("{}{} >= 0 && {} < {}", k ? " && " : "", xi[2 + k], xi[2 + k],
+                          dim(x, 2 + k));
+  open(fmt::format("if ({})", inside));
+  std::string v = elem(x, xi);
+  if (is_max) line(fmt::format("{} = eqf_max({}, ({}){});", acc, acc, ct, v));
+  else line(fmt::format("{} += ({}){};", acc, ct, v));
+  if (!include_pad) line(fmt::format("++{};", cnt));
+  close();
+  for (size_t k = 0; k < sp; ++k) close();
+  line(is_max ? fmt::format("{}[i] = {};", ptr(out), acc)
+              : fmt::format("{}[i] = {} / ({})({} > 0 ? {} : 1);", ptr(out), acc, ct, cnt, cnt));
+  return numel(out);
+}
+
+void Writer::stage(size_t index, std::string& functions, std::string& calls) {
+  const Stage& s = plan_.stages[index];
+  out_.clear();
+  used_.clear();
+  scopes_.clear();
+  scopes_.emplace_back();
+  counter_ = 0;
+  depth_ = 2;
+  std::string items;
+  bool rows_form = false;
+  switch (s.kind) {
+    case StageKind::Pointwise:
+      items = body_pointwise(s);
+      break;
+    case StageKind::Reduce:
+      items = body_reduce(s);
+      break;
+    case StageKind::Softmax:
+      items = body_softmax(s);
+      break;
+    case StageKind::LayerNorm:
+      items = body_layernorm(s);
+      break;
+    case StageKind::MatMul:
+    case StageKind::Gemm: {
+      const ir::Node& n = g_.node(s.node);
+      rows_form = target_ == Target::Cpu &&
+                  (s.kind == StageKind::Gemm ||
+                   (rank(n.inputs[0]) >= 2 && rank(n.inputs[1]) >= 2));
+      items = rows_form ? body_matmul_rows(s) : body_matmul_element(s);
+      break;
+    }
+    case StageKind::Conv:
+      items = body_conv(s);
+      break;
+    case StageKind::Pool:
+      items = body_pool(s);
+      break;
+  }
+  std::string body = std::move(out_);
+  used_.insert(s.output);
+
+  // Parameters: the dims, then each buffer the body touches (the output first).
+  std::vector<ValueId> params = {s.output};
+  for (ValueId v : used_)
+    if (v != s.output) params.push_back(v);
+  std::string sig = "EqfDims D";
+  std::string args = "D";
+  for (ValueId v : params) {
+    std::string t = storage_type(type(v).dtype);
+    std::string p = fmt::format("p{}", plan_.buffer_of.at(v));
+    sig += v == s.output ? fmt::format(", {}* __restrict__ {}", t, p)
+                         : fmt::format(", const {}* __restrict__ {}", t, p);
+    args += ", " + p;
+  }
+  const ir::Value& ov = g_.value(s.output);
+  std::string what = s.node == ir::kNoNode ? "copy" : g_.node(s.node).op_type;
+  std::string head = fmt::format("// stage {}: {} {} -> '{}' {}\n", index, stage_kind_name(s.kind),
+                                 what, ov.name, ov.type.str());
+  std::string dims;
+  for (size_t k = 0; k < plan_.dims.size(); ++k)
+    dims += fmt::format("  const int64_t d{} = D.d[{}];\n  (void)d{};\n", k, k, k);
+  std::string name = fmt::format("s{}", index);
+  if (target_ == Target::Cpu) {
+    functions += head + fmt::format("static void {}({}) {{\n{}  const int64_t n = {};\n", name,
+                                    sig, dims, items);
+    functions += "#pragma omp parallel for schedule(static) if (n > 1 && n * " +
+                 std::string(rows_form || s.kind != StageKind::Pointwise ? "64" : "1") +
+                 " >= 32768)\n";
+    functions += "  for (int64_t i = 0; i < n; ++i) {\n" + body + "  }\n}\n\n";
+    calls += fmt::format("  {}({});\n", name, args);
+  } else {
+    functions += head + fmt::format("__global__ void {}({}) {{\n{}  const int64_t n = {};\n", name,
+                                    sig, dims, items);
+    functions +=
+        "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
+        "       i += (int64_t)gridDim.x * blockDim.x) {\n" +
+        body + "  }\n}\n\n";
+    calls += fmt::format(
+        "  {{\n    const int64_t n = {};\n    if (n > 0) {}<<<eqf_grid(n), 256, 0, st>>>({});\n  "
+        "}}\n",
+        items, name, args);
+  }
+}
+
+std::string dims_struct(const KernelPlan& plan) {
+  return fmt::format("struct EqfDims {{\n  int64_t d[{}];\n}};\n\n",
+                     std::max<size_t>(plan.dims.size(), 1));
+}
+
+}  // namespace
+
+std::string_view target_name(Target target) {
+  return target == Target::Cpu ? "cpu" : "cuda";
+}
+
+std::string kernel_api_text(Target target) {
+  std::string stream = target == Target::Cuda ? ", void* stream" : "";
+  return fmt::format(
+      "// Bytes of scratch memory a run needs at these dims (the arena, 64-byte aligned).\n"
+      "extern \"C\" int64_t eqfuse_arena_bytes(const int64_t* dims);\n"
+      "// Number of run-time dims (the order of `dims`).\n"
+      "extern \"C\" int eqfuse_num_dims(void);\n"
+      "// Runs the model: inputs and outputs in the model's order, the weights blob and an arena\n"
+      "// of eqfuse_arena_bytes(dims) bytes{}. Returns 0, or an error code.\n"
+      "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
+      "                            void* const* outputs, const void* weights, void* arena{});\n",
+      target == Target::Cuda ? " (all device pointers), on `stream`" : "", stream);
+}
+
+std::string print_kernels(const KernelPlan& plan, Target target) {
+  const ir::Graph& g = plan.graph;
+  std::string text = fmt::format(
+      "// Generated by eqfuse for target {}: {} stages in {} kernels. Do not edit.\n", 
+      target_name(target), plan.stages.size(), plan.steps.size());
+  text += prelude_text();
+  if (target == Target::Cuda)
+    text += "\nstatic unsigned eqf_grid(int64_t n) {\n  int64_t b = (n + 255) / 256;\n"
+            "  return (unsigned)(b < 65536 ? b : 65536);\n}\n";
+  text += "\n" + dims_struct(plan);
+  Writer w(plan, target);
+  std::string functions, calls;
+  for (size_t i = 0; i < plan.stages.size(); ++i) w.stage(i, functions, calls);
+  text += functions;
+
+  std::string dims;
+  for (size_t k = 0; k < plan.dims.size(); ++k)
+    dims += fmt::format("  const int64_t d{} = dims[{}];  // {}\n  (void)d{};\n", k, k,
+                        plan.dims[k], k);
+  auto sym = [&](const ir::SymInt& x) {
+    return x.c_expr([&](const std::string& s) { return plan.dim_ident(s); });
+  };
+  text += fmt::format("extern \"C\" int eqfuse_num_dims(void) {{ return {}; }}\n\n",
+                      plan.dims.size());
+  text += "extern \"C\" int64_t eqfuse_arena_bytes(const int64_t* dims) {\n  (void)dims;\n" + dims +
+          "  return " + sym(plan.arena.total) + ";\n}\n\n";
+  std::string stream = target == Target::Cuda ? ", void* stream" : "";
+  text += "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
+          "                            void* const* outputs, const void* weights, void* arena" +
+          stream + ") {\n";
+  text += "  (void)dims;\n  (void)inputs;\n  (void)outputs;\n  (void)weights;\n  (void)arena;\n";
+  text += dims;
+  text += "  EqfDims D;\n";
+  for (size_t k = 0; k < std::max<size_t>(plan.dims.size(), 1); ++k)
+    text += fmt::format("  D.d[{}] = {};\n", k, k < plan.dims.size() ? fmt::format("d{}", k) : "0");
+  if (target == Target::Cuda) text += "  cudaStream_t st = (cudaStream_t)stream;\n";
+  text += "  unsigned char* A = (unsigned char*)arena;\n"
+          "  const unsigned char* W = (const unsigned char*)weights;\n  (void)A;\n  (void)W;\n";
+  for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    const Buffer& buf = plan.buffers[b];
+    std::string t = storage_type(g.value(buf.value).type.dtype);
+    std::string where;
+    switch (buf.storage) {
+      case Storage::Input:
+        where = fmt::format("(const {}*)inputs[{}]", t, buf.index);
+        break;
+      case Storage::Output:
+        where = fmt::format("({}*)outputs[{}]", t, buf.index);
+        break;
+      case Storage::Weight:
+        where = fmt::format("(const {}*)(W + {})", t, buf.offset);
+        break;
+      case Storage::Arena:
+        where = fmt::format("({}*)(A + {})", t, sym(plan.arena.slot_offset[buf.index]));
+        break;
+    }
+    bool ro = buf.storage == Storage::Input || buf.storage == Storage::Weight;
+    text += fmt::format("  {}{}* p{} = {};  // {}\n  (void)p{};\n", ro ? "const " : "", t, b,
+                        where, g.value(buf.value).name, b);
+  }
+  text += calls;
+  text += target == Target::Cuda ? "  return (int)cudaGetLastError();\n}\n" : "  return 0;\n}\n";
+  return text;
+}
+
+}  // namespace eqfuse::codegen
