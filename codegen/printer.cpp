@@ -119,7 +119,8 @@ class Writer {
   size_t rank(ValueId v) const { return type(v).shape.rank(); }
   std::string dim(const ir::Dim& d) const {
     if (d.is_static()) return std::to_string(d.value());
-    return d.sym().c_expr([&](const std::string& s) { return plan_.dim_ident(s); });
+    // Parenthesized: dims are operands of %, / and * in index arithmetic.
+    return "(" + d.sym().c_expr([&](const std::string& s) { return plan_.dim_ident(s); }) + ")";
   }
   std::string dim(ValueId v, size_t k) const { return dim(type(v).shape[k]); }
   bool dim_is_one(ValueId v, size_t k) const {

@@ -1,5 +1,7 @@
 #include "ir/kernel_body.h"
 
+#include <fmt/format.h>
+
 #include <map>
 #include <mutex>
 #include <set>
@@ -201,7 +203,8 @@ Graph inline_kernels(const Graph& graph, std::vector<NodeId>* origin) {
     if (n.def && n.def->name == kKernelOp) {
       auto body = kernel_body(n.attrs.get_string(kKernelBodyAttr, ""));
       map[n.outputs[0]] =
-          expand_kernel_body(out, *body, inputs, n.name + "/", graph.value(n.outputs[0]).name);
+          expand_kernel_body(out, *body, inputs, fmt::format("{}#{}/", n.name, i),
+                             graph.value(n.outputs[0]).name);
       if (origin) origin->resize(out.nodes().size(), NodeId(i));
       continue;
     }
