@@ -9,6 +9,7 @@
 #include "codegen/lowering.h"
 #include "ir/kernel_body.h"
 #include "ir/op_table.h"
+#include "ir/shape_values.h"
 #include "support/error.h"
 
 namespace eqfuse::codegen {
@@ -82,6 +83,7 @@ KernelPlan make_plan(const ir::Graph& input_graph) {
   std::vector<NodeId> origin;
   plan.graph = ir::inline_kernels(input_graph, &origin);
   ir::Graph& g = plan.graph;
+  ir::refine_types(g);
 
   // Outputs that are inputs, weights or repeated get a copy stage into a value of their own.
   std::set<ValueId> seen_outputs;
@@ -333,6 +335,16 @@ std::vector<int64_t> bind_dims(const KernelPlan& plan, const std::vector<ir::Ten
   std::vector<int64_t> out;
   for (const std::string& d : plan.dims) out.push_back(seen.at(d));
   return out;
+}
+
+void specialize_dims(ir::Graph& graph, const std::map<std::string, int64_t>& sizes) {
+  for (size_t v = 0; v < graph.values().size(); ++v) {
+    ir::Value& val = graph.value(ir::ValueId(v));
+    if (!val.type.shape.has_rank()) continue;
+    for (ir::Dim& d : val.type.shape.dims())
+      if (!d.is_static())
+        if (auto x = d.evaluate(sizes)) d = ir::Dim(*x);
+  }
 }
 
 std::vector<int64_t> output_dims(const KernelPlan& plan, size_t output,

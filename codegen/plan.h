@@ -94,6 +94,10 @@ std::vector<unsigned char> weights_blob(const KernelPlan& plan);
 // input when an input's shape disagrees with its type.
 std::vector<int64_t> bind_dims(const KernelPlan& plan, const std::vector<ir::Tensor>& inputs);
 
+// Fixes symbolic dims to sizes (`eqfuse compile --dim`): every dim whose symbols are all given
+// becomes static. For comparing a specialized build with the generic one.
+void specialize_dims(ir::Graph& graph, const std::map<std::string, int64_t>& sizes);
+
 // An output's concrete dims under a binding.
 std::vector<int64_t> output_dims(const KernelPlan& plan, size_t output,
                                  const std::vector<int64_t>& dims);

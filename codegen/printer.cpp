@@ -983,6 +983,77 @@ std::string dims_struct(const KernelPlan& plan) {
                      std::max<size_t>(plan.dims.size(), 1));
 }
 
+// The model's interface as functions (host code in both targets): names, dtypes (ONNX codes),
+// ranks and dims of inputs and outputs, and which input dim binds each run-time dim.
+std::string model_description(const KernelPlan& plan) {
+  const ir::Graph& g = plan.graph;
+  auto sym = [&](const ir::Dim& d) {
+    if (d.is_static()) return std::to_string(d.value());
+    return d.sym().c_expr([&](const std::string& s) { return plan.dim_ident(s); });
+  };
+  std::string dims;
+  for (size_t k = 0; k < plan.dims.size(); ++k)
+    dims += fmt::format("  const int64_t d{} = dims[{}];\n  (void)d{};\n", k, k, k);
+  std::string text;
+  for (const char* side : {"input", "output"}) {
+    const auto& values = std::string(side) == "input" ? g.inputs() : g.outputs();
+    std::string names, types, ranks, shapes;
+    for (size_t k = 0; k < values.size(); ++k) {
+      const ir::Value& v = g.value(values[k]);
+      std::string quoted;
+      for (char c : v.name) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+      names += fmt::format("    case {}: return \"{}\";\n", k, quoted);
+      types += fmt::format("    case {}: return {};\n", k, ir::onnx_dtype_code(v.type.dtype));
+      ranks += fmt::format("    case {}: return {};\n", k, v.type.shape.rank());
+      shapes += fmt::format("    case {}:\n", k);
+      for (size_t a = 0; a < v.type.shape.rank(); ++a)
+        shapes += fmt::format("      out[{}] = {};\n", a, sym(v.type.shape[a]));
+      shapes += "      return;\n";
+    }
+    text += fmt::format("extern \"C\" int eqfuse_num_{}s(void) {{ return {}; }}\n", side,
+                        values.size());
+    text += fmt::format("extern \"C\" const char* eqfuse_{}_name(int k) {{\n  switch (k) {{\n{}"
+                        "    default: return 0;\n  }}\n}}\n",
+                        side, names);
+    text += fmt::format("extern \"C\" int eqfuse_{}_dtype(int k) {{\n  switch (k) {{\n{}"
+                        "    default: return 0;\n  }}\n}}\n",
+                        side, types);
+    text += fmt::format("extern \"C\" int eqfuse_{}_rank(int k) {{\n  switch (k) {{\n{}"
+                        "    default: return -1;\n  }}\n}}\n",
+                        side, ranks);
+    text += fmt::format("extern \"C\" void eqfuse_{}_dims(int k, const int64_t* dims, int64_t* "
+                        "out) {{\n  (void)dims;\n  (void)out;\n{}  switch (k) {{\n{}    default:\n"
+                        "      return;\n  }}\n}}\n",
+                        side, dims, shapes);
+  }
+  std::string sources;
+  for (size_t d = 0; d < plan.dims.size(); ++d) {
+    for (size_t i = 0; i < g.inputs().size(); ++i) {
+      const auto& shape = g.value(g.inputs()[i]).type.shape;
+      bool found = false;
+      for (size_t a = 0; a < shape.rank() && !found; ++a)
+        if (!shape[a].is_static() && shape[a].symbol_name() == plan.dims[d]) {
+          sources += fmt::format("    case {}: *input = {}; *axis = {}; return 0;  // {}\n", d, i,
+                                 a, plan.dims[d]);
+          found = true;
+        }
+      if (found) break;
+    }
+  }
+  std::string names;
+  for (size_t d = 0; d < plan.dims.size(); ++d)
+    names += fmt::format("    case {}: return \"{}\";\n", d, plan.dims[d]);
+  text += fmt::format("extern \"C\" const char* eqfuse_dim_name(int d) {{\n  switch (d) {{\n{}"
+                      "    default: return 0;\n  }}\n}}\n",
+                      names);
+  text += fmt::format("extern \"C\" int eqfuse_dim_source(int d, int* input, int* axis) {{\n"
+                      "  switch (d) {{\n{}    default: return -1;\n  }}\n}}\n",
+                      sources);
+  text += fmt::format("extern \"C\" int64_t eqfuse_weights_bytes(void) {{ return {}; }}\n\n",
+                      plan.weight_bytes);
+  return text;
+}
+
 }  // namespace
 
 std::string_view target_name(Target target) {
@@ -999,7 +1070,23 @@ std::string kernel_api_text(Target target) {
       "// Runs the model: inputs and outputs in the model's order, the weights blob and an arena\n"
       "// of eqfuse_arena_bytes(dims) bytes{}. Returns 0, or an error code.\n"
       "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
-      "                            void* const* outputs, const void* weights, void* arena{});\n",
+      "                            void* const* outputs, const void* weights, void* arena{});\n"
+      "// The model's interface: inputs and outputs (name, ONNX dtype code, rank, dims at a\n"
+      "// binding of the run-time dims), where each run-time dim is read (input, axis), and the\n"
+      "// size of the weights blob.\n"
+      "extern \"C\" int eqfuse_num_inputs(void);\n"
+      "extern \"C\" const char* eqfuse_input_name(int k);\n"
+      "extern \"C\" int eqfuse_input_dtype(int k);\n"
+      "extern \"C\" int eqfuse_input_rank(int k);\n"
+      "extern \"C\" void eqfuse_input_dims(int k, const int64_t* dims, int64_t* out);\n"
+      "extern \"C\" int eqfuse_num_outputs(void);\n"
+      "extern \"C\" const char* eqfuse_output_name(int k);\n"
+      "extern \"C\" int eqfuse_output_dtype(int k);\n"
+      "extern \"C\" int eqfuse_output_rank(int k);\n"
+      "extern \"C\" void eqfuse_output_dims(int k, const int64_t* dims, int64_t* out);\n"
+      "extern \"C\" const char* eqfuse_dim_name(int d);\n"
+      "extern \"C\" int eqfuse_dim_source(int d, int* input, int* axis);\n"
+      "extern \"C\" int64_t eqfuse_weights_bytes(void);\n",
       target == Target::Cuda ? " (all device pointers), on `stream`" : "", stream);
 }
 
@@ -1029,6 +1116,7 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
                       plan.dims.size());
   text += "extern \"C\" int64_t eqfuse_arena_bytes(const int64_t* dims) {\n  (void)dims;\n" + dims +
           "  return " + sym(plan.arena.total) + ";\n}\n\n";
+  text += model_description(plan);
   std::string stream = target == Target::Cuda ? ", void* stream" : "";
   text += "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
           "                            void* const* outputs, const void* weights, void* arena" +

@@ -180,4 +180,37 @@ std::optional<std::vector<int64_t>> constant_elements(const std::vector<SymInt>&
   return out;
 }
 
+namespace {
+
+size_t known_dims(const TensorType& t) {
+  if (!t.shape.has_rank()) return 0;
+  size_t n = 1;
+  for (const Dim& d : t.shape.dims()) n += d.is_static() || d.sym().is_known() ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+void refine_types(Graph& graph) {
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const Node& n = graph.node(NodeId(i));
+    if (n.is_opaque() || !n.subgraphs.empty()) continue;
+    std::vector<TensorType> types;
+    try {
+      types = infer_output_types(graph, n);
+    } catch (const Error&) {
+      continue;  // keep the types the graph has
+    }
+    for (size_t k = 0; k < types.size() && k < n.outputs.size(); ++k) {
+      Value& v = graph.value(n.outputs[k]);
+      if (known_dims(types[k]) >= known_dims(v.type) && types[k].dtype == v.type.dtype)
+        v.type = types[k];
+    }
+    if (types.size() == 1)
+      if (auto sym = infer_shape_value(graph, graph.node(NodeId(i)), types[0]))
+        graph.value(n.outputs[0]).sym_value =
+            std::make_shared<const std::vector<SymInt>>(std::move(*sym));
+  }
+}
+
 }  // namespace eqfuse::ir

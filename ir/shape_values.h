@@ -24,6 +24,11 @@ std::optional<std::vector<SymInt>> infer_shape_value(const OpContext& ctx, const
 std::optional<std::vector<SymInt>> infer_shape_value(const Graph& graph, const Node& node,
                                                      const TensorType& out);
 
+// Re-infers, in node order, every node's output types and shape values, keeping a value's type
+// where inference knows less. After kernels are expanded (their bodies carry no shapes) this
+// gives the body's intermediates the symbolic shapes that follow from the graph inputs.
+void refine_types(Graph& graph);
+
 // Integer elements when every element is a constant.
 std::optional<std::vector<int64_t>> constant_elements(const std::vector<SymInt>& values);
 

@@ -1,0 +1,107 @@
+// `eqfuse compile MODEL --out DIR [--target cuda|cpu] [--arch sm_90a] [--dim NAME=VALUE...]
+// [--no-optimize] [--device NAME] [--json]`: optimizes a model (unless --no-optimize, for a
+// model eqfuse already optimized) and writes a standalone source tree of its kernels
+// (codegen/source_tree.h). Symbolic dims stay run-time parameters unless --dim fixes them.
+// Exit 0 written, 2 bad input or usage, 3 an op or dtype code generation cannot compute (named).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "codegen/plan.h"
+#include "codegen/source_tree.h"
+#include "frontend/onnx_import.h"
+#include "ir/kernel_body.h"
+#include "optimizer/optimize.h"
+#include "support/error.h"
+#include "tools/command.h"
+#include "tools/random_inputs.h"
+
+namespace eqfuse::tools {
+namespace {
+
+struct CompileArgs {
+  std::string model, out, target = "cuda", arch = "sm_90a", device = "h200";
+  std::vector<std::string> dims;
+  bool no_optimize = false, json = false;
+};
+
+int run_compile(const CompileArgs& a) {
+  codegen::TreeOptions tree;
+  if (a.target == "cuda") tree.target = codegen::Target::Cuda;
+  else if (a.target == "cpu") tree.target = codegen::Target::Cpu;
+  else throw Error("--target " + a.target + ": expected cuda or cpu");
+  tree.cuda_arch = a.arch;
+  auto t0 = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  ir::Graph graph = frontend::import_onnx(a.model);
+  std::map<std::string, int64_t> sizes = parse_dim_options(a.dims);
+  if (!sizes.empty()) codegen::specialize_dims(graph, sizes);
+  double optimize_s = 0;
+  if (!a.no_optimize) {
+    optimizer::OptimizeOptions opt;
+    opt.device = a.device;
+    graph = optimizer::optimize(graph, opt).graph;
+    optimize_s = seconds();
+  }
+  codegen::KernelPlan plan = codegen::make_plan(graph);
+  codegen::TreeReport r = codegen::write_source_tree(plan, a.out, tree);
+  double total_s = seconds();
+  if (a.json) {
+    nlohmann::json j = {{"model", a.model},
+                        {"out", a.out},
+                        {"target", a.target},
+                        {"kernels", r.kernels},
+                        {"stages", r.stages},
+                        {"arena_slots", r.arena_slots},
+                        {"arena_bytes", plan.arena.total.str()},
+                        {"dims", plan.dims},
+                        {"weight_bytes", r.weight_bytes},
+                        {"weights_written", r.weights_written},
+                        {"source_bytes", r.source_bytes},
+                        {"optimize_seconds", optimize_s},
+                        {"seconds", total_s}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::string dims = plan.dims.empty() ? "static shapes" : "run-time dims ";
+  for (size_t k = 0; k < plan.dims.size(); ++k) dims += (k ? ", " : "") + plan.dims[k];
+  std::cout << fmt::format(
+      "wrote {} ({}): {} kernels in {} stages, {}; arena {} bytes in {} slots; weights {:.2f} MB "
+      "{}; {:.2f} s\n",
+      a.out, a.target, r.kernels, r.stages, dims, plan.arena.total.str(), r.arena_slots,
+      double(r.weight_bytes) / 1e6,
+      r.weights_written ? "in weights.bin" : "not written (structure-only model; bench seeds them)",
+      total_s);
+  std::cout << fmt::format("build: cmake -S {} -B {}/build && cmake --build {}/build\n", a.out,
+                           a.out, a.out);
+  std::cout << fmt::format("check: (cd {} && build/bench --test-data TEST_DATA_DIR)\n", a.out);
+  return 0;
+}
+
+RegisterCommand compile_command{
+    {"compile", "Optimize a model and write its kernels as a standalone CUDA or C++ source tree",
+     [](CLI::App& app) {
+       auto args = std::make_shared<CompileArgs>();
+       app.add_option("model", args->model, "the ONNX model")->required();
+       app.add_option("--out", args->out, "the folder to write")->required();
+       app.add_option("--target", args->target, "cuda (default) or cpu (the C++ twin)");
+       app.add_option("--arch", args->arch, "CUDA architecture (default sm_90a)");
+       app.add_option("--dim", args->dims,
+                      "NAME=VALUE: fix a symbolic dim (default: dims stay run-time parameters)");
+       app.add_option("--device", args->device, "device profile for the optimizer (default h200)");
+       app.add_flag("--no-optimize", args->no_optimize,
+                    "compile the model as it is (e.g. one eqfuse optimize wrote)");
+       app.add_flag("--json", args->json, "stdout: a summary as one JSON object");
+       app.footer(
+           "Examples:\n  eqfuse compile model.onnx --target cpu --out twin\n"
+           "  eqfuse compile model.onnx --target cuda --arch sm_90a --out gpu --dim batch=8");
+       return CommandMain([args] { return run_compile(*args); });
+     }}};
+
+}  // namespace
+}  // namespace eqfuse::tools
