@@ -952,7 +952,7 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   std::string what = s.node == ir::kNoNode ? "copy" : g_.node(s.node).op_type;
   std::string head = fmt::format("// stage {}: {} {} -> '{}' {}\n", index, stage_kind_name(s.kind),
                                  what, ov.name, ov.type.str());
-  std::string dims;
+  std::string dims = "  (void)D;\n";
   for (size_t k = 0; k < plan_.dims.size(); ++k)
     dims += fmt::format("  const int64_t d{} = D.d[{}];\n  (void)d{};\n", k, k, k);
   std::string name = fmt::format("s{}", index);
@@ -1047,6 +1047,7 @@ std::string model_description(const KernelPlan& plan) {
                       "    default: return 0;\n  }}\n}}\n",
                       names);
   text += fmt::format("extern \"C\" int eqfuse_dim_source(int d, int* input, int* axis) {{\n"
+                      "  (void)input;\n  (void)axis;\n"
                       "  switch (d) {{\n{}    default: return -1;\n  }}\n}}\n",
                       sources);
   text += fmt::format("extern \"C\" int64_t eqfuse_weights_bytes(void) {{ return {}; }}\n\n",
@@ -1127,8 +1128,13 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
   for (size_t k = 0; k < std::max<size_t>(plan.dims.size(), 1); ++k)
     text += fmt::format("  D.d[{}] = {};\n", k, k < plan.dims.size() ? fmt::format("d{}", k) : "0");
   if (target == Target::Cuda) text += "  cudaStream_t st = (cudaStream_t)stream;\n";
-  text += "  unsigned char* A = (unsigned char*)arena;\n"
-          "  const unsigned char* W = (const unsigned char*)weights;\n  (void)A;\n  (void)W;\n";
+  bool any_arena = false, any_weight = false;
+  for (const Buffer& buf : plan.buffers) {
+    any_arena = any_arena || buf.storage == Storage::Arena;
+    any_weight = any_weight || buf.storage == Storage::Weight;
+  }
+  if (any_arena) text += "  unsigned char* A = (unsigned char*)arena;\n";
+  if (any_weight) text += "  const unsigned char* W = (const unsigned char*)weights;\n";
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
     const Buffer& buf = plan.buffers[b];
     std::string t = storage_type(g.value(buf.value).type.dtype);

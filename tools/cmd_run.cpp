@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/cpu_backend.h"
+#include "cost/cuda_driver.h"
 #include "frontend/onnx_import.h"
 #include "frontend/test_data.h"
 #include "ir/interpreter.h"
@@ -126,9 +127,13 @@ int run_model(const RunOptions& opt) {
     twin = codegen::CpuModule::build(graph, &build);
     build_ms = ms_since(tb);
   } else if (opt.backend == "cuda") {
-    throw Error("--backend cuda: this build runs generated CUDA only through `eqfuse compile "
-                "--target cuda` trees; no GPU backend is loaded here",
-                Error::Kind::BadInput);
+    std::string why;
+    if (!cost::load_cuda(&why))
+      throw Error("--backend cuda: no GPU here (" + why + "); use --backend cpu for the C++ twin",
+                  Error::Kind::BadInput);
+    throw Error("--backend cuda: running generated CUDA in-process (NVRTC) is not built yet; "
+                "`eqfuse compile --target cuda` writes a tree that nvcc builds",
+                Error::Kind::Unsupported);
   } else if (opt.backend != "interpreter") {
     throw Error("--backend " + opt.backend + ": expected interpreter, cpu or cuda");
   }
