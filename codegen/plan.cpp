@@ -347,6 +347,39 @@ void specialize_dims(ir::Graph& graph, const std::map<std::string, int64_t>& siz
   }
 }
 
+void make_batch_dynamic(ir::Graph& graph, const std::string& name) {
+  for (ir::ValueId v : graph.inputs()) {
+    ir::TensorType& t = graph.value(v).type;
+    if (t.shape.has_rank() && t.shape.rank() > 0) t.shape[0] = ir::Dim::symbol(name);
+  }
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const ir::Node& n = graph.node(NodeId(i));
+    if (n.is_opaque())
+      throw Error(fmt::format("--dynamic-batch: {} '{}' is opaque, its output types cannot follow "
+                              "the batch",
+                              n.op_type, n.name));
+    std::vector<ir::TensorType> types;
+    try {
+      types = ir::infer_output_types(graph, n);
+    } catch (const Error& e) {
+      throw Error(fmt::format("--dynamic-batch: the model fixes its batch size: {}", e.what()));
+    }
+    for (size_t k = 0; k < types.size() && k < n.outputs.size(); ++k)
+      graph.value(n.outputs[k]).type = types[k];
+    if (types.size() == 1)
+      if (auto sym = ir::infer_shape_value(graph, graph.node(NodeId(i)), types[0]))
+        graph.value(n.outputs[0]).sym_value =
+            std::make_shared<const std::vector<ir::SymInt>>(std::move(*sym));
+  }
+  for (ir::ValueId v : graph.outputs()) {
+    const ir::TensorType& t = graph.value(v).type;
+    if (!t.shape.has_rank() || t.shape.rank() == 0 || t.shape[0].symbol_name() != name)
+      throw Error(fmt::format("--dynamic-batch: output '{}' is {}, its leading dim does not follow "
+                              "the batch",
+                              graph.value(v).name, t.str()));
+  }
+}
+
 std::vector<int64_t> output_dims(const KernelPlan& plan, size_t output,
                                  const std::vector<int64_t>& dims) {
   std::map<std::string, int64_t> binding;

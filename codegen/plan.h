@@ -98,6 +98,12 @@ std::vector<int64_t> bind_dims(const KernelPlan& plan, const std::vector<ir::Ten
 // becomes static. For comparing a specialized build with the generic one.
 void specialize_dims(ir::Graph& graph, const std::map<std::string, int64_t>& sizes);
 
+// Makes the leading dim of every input the symbol `name` and re-infers every type from there
+// (`eqfuse compile --dynamic-batch`, for models exported at a fixed batch). Error (BadInput)
+// naming the node where the graph fixes the batch (a Reshape to a constant shape) or an output
+// whose leading dim does not follow.
+void make_batch_dynamic(ir::Graph& graph, const std::string& name = "batch");
+
 // An output's concrete dims under a binding.
 std::vector<int64_t> output_dims(const KernelPlan& plan, size_t output,
                                  const std::vector<int64_t>& dims);

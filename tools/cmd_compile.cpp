@@ -1,5 +1,5 @@
 // `eqfuse compile MODEL --out DIR [--target cuda|cpu] [--arch sm_90a] [--dim NAME=VALUE...]
-// [--no-optimize] [--device NAME] [--json]`: optimizes a model (unless --no-optimize, for a
+// [--dynamic-batch] [--no-optimize] [--device NAME] [--json]`: optimizes a model (unless --no-optimize, for a
 // model eqfuse already optimized) and writes a standalone source tree of its kernels
 // (codegen/source_tree.h). Symbolic dims stay run-time parameters unless --dim fixes them.
 // Exit 0 written, 2 bad input or usage, 3 an op or dtype code generation cannot compute (named).
@@ -25,7 +25,7 @@ namespace {
 struct CompileArgs {
   std::string model, out, target = "cuda", arch = "sm_90a", device = "h200";
   std::vector<std::string> dims;
-  bool no_optimize = false, json = false;
+  bool no_optimize = false, json = false, dynamic_batch = false;
 };
 
 int run_compile(const CompileArgs& a) {
@@ -39,6 +39,7 @@ int run_compile(const CompileArgs& a) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   ir::Graph graph = frontend::import_onnx(a.model);
+  if (a.dynamic_batch) codegen::make_batch_dynamic(graph);
   std::map<std::string, int64_t> sizes = parse_dim_options(a.dims);
   if (!sizes.empty()) codegen::specialize_dims(graph, sizes);
   double optimize_s = 0;
@@ -96,6 +97,9 @@ RegisterCommand compile_command{
        app.add_option("--device", args->device, "device profile for the optimizer (default h200)");
        app.add_flag("--no-optimize", args->no_optimize,
                     "compile the model as it is (e.g. one eqfuse optimize wrote)");
+       app.add_flag("--dynamic-batch", args->dynamic_batch,
+                    "make the leading dim of every input the run-time dim `batch` (for models "
+                    "exported at a fixed batch)");
        app.add_flag("--json", args->json, "stdout: a summary as one JSON object");
        app.footer(
            "Examples:\n  eqfuse compile model.onnx --target cpu --out twin\n"
