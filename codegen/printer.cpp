@@ -202,6 +202,7 @@ class Writer {
   std::string body_matmul_element(const Stage& s);
   std::string body_matmul_rows(const Stage& s);
   std::string body_conv(const Stage& s);
+  std::string body_conv_rows(const Stage& s);
   std::string body_pool(const Stage& s);
 };
 
@@ -852,6 +853,54 @@ std::string Writer::body_conv(const Stage& s) {
   return numel(out);
 }
 
+// The CPU form of a 2-D convolution: one item per output row (n, m, oh), accumulating each
+// kernel tap over the whole row, so the innermost loop runs along the row (it vectorizes at
+// stride 1). Operands are contiguous buffers.
+std::string Writer::body_conv_rows(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
+  std::vector<int64_t> kernel = {type(w).shape[2].value(), type(w).shape[3].value()};
+  auto win = window_of(g_, n, kernel);
+  int64_t group = ctx.attr_int("group");
+  std::string ct = compute_type({type(out).dtype});
+  std::string OW = dim(out, 3), H = dim(x, 2), W = dim(x, 3), C = dim(x, 1), Cg = dim(w, 1);
+  std::vector<std::string> rdims = {dim(out, 0), dim(out, 1), dim(out, 2)};
+  std::vector<bool> rone = {dim_is_one(out, 0), dim_is_one(out, 1), dim_is_one(out, 2)};
+  Index r = decompose("i", rdims, rone);
+  std::string st = storage_type(type(out).dtype);
+  line(fmt::format("{}* o = {} + i * {};", st, ptr(out), OW));
+  std::string bias = "0";
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    bias = "(" + ct + ")" + elem(n.inputs[2], Index{r[1]});
+  line(fmt::format("for (int64_t q = 0; q < {}; ++q) o[q] = {};", OW, bias));
+  line(fmt::format("const int64_t grp = {} / ({} / {});", r[1], dim(w, 0), group));
+  open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
+  line(fmt::format("const {}* xc = {} + ({} * {} + grp * {} + c) * {} * {};",
+                   storage_type(type(x).dtype), ptr(x), r[0], C, Cg, H, W));
+  line(fmt::format("const {}* wc = {} + ({} * {} + c) * {};", storage_type(type(w).dtype), ptr(w),
+                   r[1], Cg, kernel[0] * kernel[1]));
+  open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kernel[0]));
+  line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], win[0].stride,
+                   win[0].pad_begin, win[0].dilation));
+  line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
+  line(fmt::format("const {}* xr = xc + ih * {};", storage_type(type(x).dtype), W));
+  open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kernel[1]));
+  int64_t sw = win[1].stride, pw = win[1].pad_begin, dw = win[1].dilation;
+  line(fmt::format("const {} wv = ({})wc[kh * {} + kw];", ct, ct, kernel[1]));
+  line(fmt::format("const int64_t off = kw * {} - {};", dw, pw));
+  // The outputs whose input column ow*sw + off lies in [0, W).
+  line(fmt::format("int64_t lo = off < 0 ? (-off + {} - 1) / {} : 0;", sw, sw));
+  line(fmt::format("int64_t hi = ({} - off + {} - 1) / {};", W, sw, sw));
+  line(fmt::format("if (hi > {}) hi = {};", OW, OW));
+  line("#pragma omp simd");
+  line(fmt::format("for (int64_t q = lo; q < hi; ++q) o[q] += wv * ({})xr[q * {} + off];", ct, sw));
+  close();
+  close();
+  close();
+  return imul(imul(dim(out, 0), dim(out, 1)), dim(out, 2));
+}
+
 std::string Writer::body_pool(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   ir::OpContext ctx = ir::make_context(g_, n);
@@ -925,9 +974,14 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       items = rows_form ? body_matmul_rows(s) : body_matmul_element(s);
       break;
     }
-    case StageKind::Conv:
-      items = body_conv(s);
+    case StageKind::Conv: {
+      const ir::Node& n = g_.node(s.node);
+      const auto& ws = type(n.inputs[1]).shape;
+      rows_form = target_ == Target::Cpu && rank(n.inputs[0]) == 4 && ws[2].is_static() &&
+                  ws[3].is_static();
+      items = rows_form ? body_conv_rows(s) : body_conv(s);
       break;
+    }
     case StageKind::Pool:
       items = body_pool(s);
       break;
