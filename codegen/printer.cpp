@@ -1026,9 +1026,9 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
         "       i += (int64_t)gridDim.x * blockDim.x) {\n" +
         body + "  }\n}\n\n";
     calls += fmt::format(
-        "  {{\n    const int64_t n = {};\n    if (n > 0) {}<<<eqf_grid(n), 256, 0, st>>>({});\n  "
-        "}}\n",
-        items, name, args);
+        "  {{\n    if (prof) cudaEventRecord(prof[{}], st);\n    const int64_t n = {};\n"
+        "    if (n > 0) {}<<<eqf_grid(n), 256, 0, st>>>({});\n  }}\n",
+        index, items, name, args);
   }
 }
 
@@ -1141,8 +1141,16 @@ std::string kernel_api_text(Target target) {
       "extern \"C\" void eqfuse_output_dims(int k, const int64_t* dims, int64_t* out);\n"
       "extern \"C\" const char* eqfuse_dim_name(int d);\n"
       "extern \"C\" int eqfuse_dim_source(int d, int* input, int* axis);\n"
-      "extern \"C\" int64_t eqfuse_weights_bytes(void);\n",
-      target == Target::Cuda ? " (all device pointers), on `stream`" : "", stream);
+      "extern \"C\" int64_t eqfuse_weights_bytes(void);\n"
+      "{}",
+      target == Target::Cuda ? " (all device pointers), on `stream`" : "", stream,
+      target == Target::Cuda
+          ? "// The same run with each stage timed (CUDA events): stage_ms gets one time per stage.\n"
+            "extern \"C\" int eqfuse_num_stages(void);\n"
+            "extern \"C\" int eqfuse_profile(const int64_t* dims, const void* const* inputs,\n"
+            "                                void* const* outputs, const void* weights, void* "
+            "arena,\n                                void* stream, float* stage_ms);\n"
+          : "");
 }
 
 std::string print_kernels(const KernelPlan& plan, Target target) {
@@ -1173,9 +1181,15 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
           "  return " + sym(plan.arena.total) + ";\n}\n\n";
   text += model_description(plan);
   std::string stream = target == Target::Cuda ? ", void* stream" : "";
-  text += "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
-          "                            void* const* outputs, const void* weights, void* arena" +
-          stream + ") {\n";
+  if (target == Target::Cuda)
+    text += "// With `prof` (stages + 1 events), an event is recorded before each stage and at the "
+            "end.\nstatic int eqf_run(const int64_t* dims, const void* const* inputs, void* const* "
+            "outputs,\n                   const void* weights, void* arena, void* stream, "
+            "cudaEvent_t* prof) {\n";
+  else
+    text += "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
+            "                            void* const* outputs, const void* weights, void* arena" +
+            stream + ") {\n";
   text += "  (void)dims;\n  (void)inputs;\n  (void)outputs;\n  (void)weights;\n  (void)arena;\n";
   text += dims;
   text += "  EqfDims D;\n";
@@ -1212,7 +1226,27 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
                         where, g.value(buf.value).name, b);
   }
   text += calls;
-  text += target == Target::Cuda ? "  return (int)cudaGetLastError();\n}\n" : "  return 0;\n}\n";
+  if (target == Target::Cpu) return text + "  return 0;\n}\n";
+  text += fmt::format("  if (prof) cudaEventRecord(prof[{}], st);\n", plan.stages.size());
+  text += "  return (int)cudaGetLastError();\n}\n\n";
+  text += "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
+          "                            void* const* outputs, const void* weights, void* arena,\n"
+          "                            void* stream) {\n"
+          "  return eqf_run(dims, inputs, outputs, weights, arena, stream, 0);\n}\n\n";
+  text += fmt::format(
+      "extern \"C\" int eqfuse_num_stages(void) {{ return {}; }}\n\n"
+      "extern \"C\" int eqfuse_profile(const int64_t* dims, const void* const* inputs,\n"
+      "                                void* const* outputs, const void* weights, void* arena,\n"
+      "                                void* stream, float* stage_ms) {{\n"
+      "  cudaEvent_t ev[{}];\n"
+      "  for (int k = 0; k < {}; ++k) cudaEventCreate(&ev[k]);\n"
+      "  int rc = eqf_run(dims, inputs, outputs, weights, arena, stream, ev);\n"
+      "  cudaEventSynchronize(ev[{}]);\n"
+      "  for (int k = 0; k < {}; ++k) cudaEventElapsedTime(&stage_ms[k], ev[k], ev[k + 1]);\n"
+      "  for (int k = 0; k < {}; ++k) cudaEventDestroy(ev[k]);\n"
+      "  return rc;\n}}\n",
+      plan.stages.size(), plan.stages.size() + 1, plan.stages.size() + 1, plan.stages.size(),
+      plan.stages.size(), plan.stages.size() + 1);
   return text;
 }
 

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# On the CPU machine: writes what the GPU benchmark (bench/gpu/run.sh) builds and runs, into
+# bench/gpu/trees (ignored by git; send it with the repository). For each model: the generic
+# CUDA tree (dims left run-time), trees specialized at batch 1 and at the large batch (--dim,
+# weights shared with the generic tree), the test data, and where the weights do not travel,
+# outputs of the C++ twin at the bench's seeded weights and inputs to check the GPU against.
+#   bench/gpu/prepare.sh [EQFUSE] [SHARED]      (defaults build/tools/eqfuse, ../shared)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+eqfuse=${1:-build/tools/eqfuse}
+shared=${2:-../shared}
+out=bench/gpu/trees
+rm -rf "$out"
+mkdir -p "$out"
+cp "$shared/models/torch_defs.py" "$out/"
+
+# model  large-batch  part
+models="pointwise_chain:4096:1 mlp_block:64:1 attention_block:64:1 bert_tiny:64:1 gpt_tiny:64:1
+resnet18:64:1 bert_tiny_op13:64:4 vit_tiny:64:4 squeezenet1_1:64:4 mobilenet_v2:64:4"
+carry_weights_limit=$((24 * 1024 * 1024))  # larger weights are seeded on the GPU instead
+: > "$out/models.txt"
+for entry in $models; do
+  IFS=: read -r m large part <<< "$entry"
+  flags=()
+  if [ -f "$shared/models_dynamic/$m/model.onnx" ]; then
+    src=$shared/models_dynamic/$m
+  else
+    src=$shared/models/$m
+    flags=(--dynamic-batch)
+  fi
+  echo "== $m (from $src, large batch $large)"
+  if ! "$eqfuse" compile "$src/model.onnx" --target cuda --out "$out/$m" "${flags[@]}" --json \
+    > "$out/$m.compile.json"; then
+    echo "   skipped: eqfuse compile failed on $m"
+    rm -rf "$out/$m" "$out/$m.compile.json"
+    continue
+  fi
+  for b in 1 "$large"; do
+    "$eqfuse" compile "$src/model.onnx" --target cuda --out "$out/$m.b$b" "${flags[@]}" \
+      --dim "batch=$b" --json > "$out/$m.b$b.compile.json" ||
+      echo "   skipped: the build specialized at batch $b failed"
+    rm -f "$out/$m.b$b/weights.bin"
+  done
+  for set in "$src"/test_data_set_*; do cp -r "$set" "$out/$m/"; done
+  if [ -f "$out/$m/weights.bin" ] && [ "$(stat -c %s "$out/$m/weights.bin")" -gt "$carry_weights_limit" ]; then
+    # Check the GPU at seeded weights against the C++ twin at the same seed and inputs.
+    "$eqfuse" compile "$src/model.onnx" --target cpu --out "$out/$m.twin" "${flags[@]}" >/dev/null
+    rm -f "$out/$m.twin/weights.bin" "$out/$m/weights.bin"
+    rm -rf "$out/$m"/test_data_set_*
+    c++ -std=c++17 -O3 -fopenmp -fPIC -shared -o "$out/$m.twin/libeqfuse_model.so" "$out/$m.twin/kernels.cpp"
+    c++ -std=c++17 -O2 -o "$out/$m.twin/bench" "$out/$m.twin/bench.cpp" -L"$out/$m.twin" \
+      -leqfuse_model -Wl,-rpath,'$ORIGIN'
+    mkdir -p "$out/$m/seeded_set_0"
+    (cd "$out/$m.twin" && ./bench --dim batch=1 --seed 1 --runs 1 \
+      --write-outputs "../$m/seeded_set_0" >/dev/null)
+    rm -rf "$out/$m.twin"
+  fi
+  echo "$m $large $part" >> "$out/models.txt"
+done
+
+echo "== micro-models for bandwidth"
+build/bench/gpu_micro_models "$out/micro-src"
+mkdir -p "$out/micro"
+for m in pointwise_silu pointwise_add3 softmax_rows layernorm_rows; do
+  "$eqfuse" compile "$out/micro-src/$m/model.onnx" --target cuda --out "$out/micro/$m" --json \
+    > "$out/micro/$m.compile.json"
+done
+rm -rf "$out/micro-src"
+cp bench/gpu/copy_bandwidth.cu "$out/"
+du -sh "$out"

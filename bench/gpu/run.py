@@ -1,0 +1,300 @@
+"""The GPU benchmark: eqfuse's generated CUDA against PyTorch eager, torch.compile and CUDA graphs.
+
+Runs on a GPU machine that has nvcc and PyTorch (with Triton) but nothing of eqfuse: it builds
+the trees bench/gpu/prepare.sh wrote on the CPU machine, checks them against test data, and
+times them beside PyTorch on the same shapes. In parts of at most ~5 minutes each (a part stops
+starting new work at its deadline and records what it skipped); each part writes
+results/partN.json, and `--merge` joins the parts into results/gpu.json and one table.
+
+  part 1: the six target models, f32 (TF32 off on both sides), batch 1 and the large batch:
+          nvcc build time, numerics, eqfuse generic and --dim-specialized builds (launch by
+          launch and as a CUDA-graph replay), per-stage times, PyTorch eager / CUDA graphs /
+          torch.compile (first-call time with empty Inductor and Triton caches)
+  part 2: the same models in bf16 for PyTorch (eager, torch.compile default and
+          max-autotune-no-cudagraphs at the large batch); eqfuse has no bf16 kernels yet
+  part 3: bandwidth of pointwise and row-reduction kernels on 256 MiB tensors as a fraction of
+          a device-to-device copy; a batch sweep 1..64 of one eqfuse build against
+          torch.compile's recompiles
+  part 4: the other models, f32, as part 1
+
+  python3 bench/gpu/run.py --part N [--trees bench/gpu/trees] [--out bench/gpu/results]
+  python3 bench/gpu/run.py --merge
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PART_SECONDS = int(os.environ.get("EQFUSE_PART_SECONDS", "280"))
+
+
+def sh(cmd, cwd=None, timeout=240):
+    t0 = time.time()
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr, time.time() - t0
+
+
+def build(nvcc, arch, tree):
+    """nvcc builds the tree's library and bench; returns seconds of the kernels' build or None."""
+    rc, _, err, secs = sh([nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-shared", "-Xcompiler",
+                           "-fPIC", "-o", "libeqfuse_model.so", "kernels.cu"], cwd=tree)
+    if rc != 0:
+        print(f"nvcc failed in {tree}:\n{err[-2000:]}", file=sys.stderr)
+        return None
+    rc, _, err, _ = sh([nvcc, "-O2", "-std=c++17", f"-arch={arch}", "-o", "bench", "bench.cu",
+                        "-L.", "-leqfuse_model", "-Xlinker", "-rpath", "-Xlinker", "$ORIGIN"],
+                       cwd=tree)
+    if rc != 0:
+        print(f"nvcc failed on bench in {tree}:\n{err[-2000:]}", file=sys.stderr)
+        return None
+    return secs
+
+
+def bench(tree, args):
+    rc, out, err, _ = sh(["./bench"] + args, cwd=tree)
+    try:
+        j = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": (err or out)[-500:], "rc": rc}
+    j["rc"] = rc
+    return j
+
+
+TORCH_SNIPPET = r'''
+import json, os, sys, time
+import torch
+sys.path.insert(0, sys.argv[1])
+import torch_defs
+name, batch, mode, dtype = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+model, inputs = torch_defs.build(name, batch)
+dt = torch.bfloat16 if dtype == "bf16" else torch.float32
+model = model.cuda().to(dt)
+inputs = [t.cuda().to(dt) if t.is_floating_point() else t.cuda() for t in inputs]
+result = {"model": name, "batch": batch, "mode": mode, "dtype": dtype}
+with torch.no_grad():
+    fn = model
+    if mode.startswith("compile"):
+        kw = {} if mode == "compile" else {"mode": "max-autotune-no-cudagraphs"}
+        fn = torch.compile(model, **kw)
+        torch.cuda.synchronize()
+        t0 = time.time()
+        fn(*inputs)
+        torch.cuda.synchronize()
+        result["first_call_s"] = time.time() - t0
+    if mode == "cudagraphs":
+        static = [t.clone() for t in inputs]
+        for _ in range(3):
+            model(*static)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            model(*static)
+        fn = lambda *a: g.replay()
+    for _ in range(10):
+        fn(*inputs)
+    torch.cuda.synchronize()
+    times = []
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(50):
+        e0.record()
+        fn(*inputs)
+        e1.record()
+        e1.synchronize()
+        times.append(e0.elapsed_time(e1))
+    times.sort()
+    result["median_ms"] = times[len(times) // 2]
+print(json.dumps(result))
+'''
+
+
+def torch_run(trees, name, batch, mode, dtype):
+    """One PyTorch measurement in a fresh process with empty Inductor and Triton caches."""
+    env = dict(os.environ)
+    cache = tempfile.mkdtemp(prefix="eqfuse-torch-cache-")
+    env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache, "inductor")
+    env["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
+    try:
+        p = subprocess.run([sys.executable, "-c", TORCH_SNIPPET, trees, name, str(batch), mode,
+                            dtype], capture_output=True, text=True, timeout=240, env=env)
+        line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
+        return json.loads(line) if line.startswith("{") else {"error": p.stderr[-500:]}
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout"}
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def models(trees, part):
+    out = []
+    with open(os.path.join(trees, "models.txt")) as f:
+        for line in f:
+            name, large, p = line.split()
+            if int(p) == part or (part == 2 and int(p) == 1):
+                out.append((name, int(large)))
+    return out
+
+
+def eqfuse_model(trees, nvcc, arch, name, large, record, deadline):
+    tree = os.path.join(trees, name)
+    r = {"model": name, "large_batch": large}
+    r["nvcc_s"] = build(nvcc, arch, tree)
+    if r["nvcc_s"] is None:
+        record(r)
+        return
+    checks = []
+    for d in sorted(os.listdir(tree)):
+        path = os.path.join(tree, d)
+        if d.startswith("test_data_set_"):
+            checks.append(bench(tree, ["--test-data", path, "--runs", "1"]))
+        elif d.startswith("seeded_set_"):
+            checks.append(bench(tree, ["--test-data", path, "--seed", "1", "--runs", "1"]))
+    r["checks"] = [{"set": i, "match": c.get("match"), "detail": c.get("checked", c.get("error"))}
+                   for i, c in enumerate(checks)]
+    weights = ["--weights", os.path.join("..", name, "weights.bin")]
+    for b in (1, large):
+        if time.time() > deadline:
+            r[f"b{b}"] = "skipped: part deadline"
+            continue
+        gen = bench(tree, ["--dim", f"batch={b}", "--runs", "50", "--seed", "2"])
+        spec_tree = os.path.join(trees, f"{name}.b{b}")
+        spec = {"error": "not built"}
+        if build(nvcc, arch, spec_tree) is not None:
+            spec = bench(spec_tree, weights + ["--runs", "50", "--seed", "2"])
+        r[f"b{b}"] = {"generic": gen, "specialized": spec}
+    record(r)
+
+
+def run_part(args):
+    deadline = time.time() + PART_SECONDS
+    os.makedirs(args.out, exist_ok=True)
+    results = {"part": args.part, "device": device_name(), "models": [], "torch": [],
+               "bandwidth": [], "sweep": [], "skipped": []}
+
+    def save():
+        with open(os.path.join(args.out, f"part{args.part}.json"), "w") as f:
+            json.dump(results, f, indent=1)
+
+    if args.part in (1, 4):
+        for name, large in models(args.trees, args.part):
+            if time.time() > deadline:
+                results["skipped"].append(name)
+                continue
+            eqfuse_model(args.trees, args.nvcc, args.arch, name, large,
+                         results["models"].append, deadline)
+            for b in (1, large):
+                for mode in ("eager", "cudagraphs", "compile"):
+                    if time.time() > deadline:
+                        results["skipped"].append(f"torch {name} {mode} b{b}")
+                        continue
+                    results["torch"].append(torch_run(args.trees, name, b, mode, "f32"))
+            save()
+    if args.part == 2:
+        for name, large in models(args.trees, 2):
+            for b, mode in ((1, "eager"), (1, "compile"), (large, "eager"), (large, "compile"),
+                            (large, "compile-max-autotune")):
+                if time.time() > deadline:
+                    results["skipped"].append(f"torch {name} {mode} b{b} bf16")
+                    continue
+                results["torch"].append(torch_run(args.trees, name, b, mode, "bf16"))
+            save()
+    if args.part == 3:
+        copy = os.path.join(args.trees, "copy_bandwidth")
+        sh([args.nvcc, "-O2", "-o", copy, os.path.join(args.trees, "copy_bandwidth.cu")])
+        rc, out, _, _ = sh([copy, str(1 << 30)])
+        ref = json.loads(out) if rc == 0 else {"gbps": None}
+        results["copy"] = ref
+        # (model, run-time dim, bytes moved per run)
+        for name, n, moved in (("pointwise_silu", 1 << 26, 2 << 28), ("pointwise_add3", 1 << 26, 4 << 28),
+                               ("softmax_rows", 1 << 16, 2 << 28), ("layernorm_rows", 1 << 16, 2 << 28)):
+            tree = os.path.join(args.trees, "micro", name)
+            if build(args.nvcc, args.arch, tree) is None:
+                results["bandwidth"].append({"kernel": name, "error": "build failed"})
+                continue
+            j = bench(tree, ["--dim", f"n={n}", "--runs", "20"])
+            ms = j.get("min_ms")
+            gbps = moved / (ms * 1e-3) / 1e9 if ms else None
+            results["bandwidth"].append({"kernel": name, "ms": ms, "gbps": gbps,
+                                         "fraction_of_copy": gbps / ref["gbps"] if gbps and ref["gbps"] else None})
+        save()
+        tree = os.path.join(args.trees, "bert_tiny")
+        if build(args.nvcc, args.arch, tree) is not None:
+            for b in (1, 2, 4, 8, 16, 32, 64):
+                if time.time() > deadline:
+                    results["skipped"].append(f"sweep b{b}")
+                    continue
+                e = bench(tree, ["--dim", f"batch={b}", "--runs", "20"])
+                t = torch_run(args.trees, "bert_tiny", b, "compile", "f32")
+                results["sweep"].append({"batch": b, "eqfuse_ms": e.get("min_ms"),
+                                         "eqfuse_graph_ms": e.get("graph_replay_ms"),
+                                         "torch_compile_ms": t.get("median_ms"),
+                                         "torch_first_call_s": t.get("first_call_s")})
+    save()
+    print(json.dumps({"part": args.part, "skipped": results["skipped"]}))
+
+
+def device_name():
+    try:
+        rc, out, _, _ = sh(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+        return out.strip() if rc == 0 else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def merge(args):
+    merged = {"parts": []}
+    for p in (1, 2, 3, 4):
+        path = os.path.join(args.out, f"part{p}.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                merged["parts"].append(json.load(f))
+    with open(os.path.join(args.out, "gpu.json"), "w") as f:
+        json.dump(merged, f, indent=1)
+    torch_ms = {}
+    for part in merged["parts"]:
+        for t in part["torch"]:
+            if "median_ms" in t:
+                torch_ms[(t["model"], t["batch"], t["mode"], t["dtype"])] = t["median_ms"]
+    print("| model | batch | eqfuse ms | eqfuse graph ms | specialized ms | eager ms | CUDA graphs ms "
+          "| torch.compile ms | compile first call s | numerics |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for part in merged["parts"]:
+        for m in part["models"]:
+            ok = all(c["match"] for c in m.get("checks", [])) if m.get("checks") else None
+            for b in (1, m["large_batch"]):
+                r = m.get(f"b{b}")
+                if not isinstance(r, dict):
+                    continue
+                g, s = r["generic"], r["specialized"]
+                tc = [t for t in part["torch"] if t.get("model") == m["model"] and t.get("batch") == b
+                      and t.get("mode") == "compile"]
+                print(f"| {m['model']} | {b} | {g.get('min_ms')} | {g.get('graph_replay_ms')} | "
+                      f"{s.get('min_ms')} | {torch_ms.get((m['model'], b, 'eager', 'f32'))} | "
+                      f"{torch_ms.get((m['model'], b, 'cudagraphs', 'f32'))} | "
+                      f"{torch_ms.get((m['model'], b, 'compile', 'f32'))} | "
+                      f"{tc[0].get('first_call_s') if tc else None} | {ok} |")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--part", type=int, default=1)
+    ap.add_argument("--trees", default=os.path.join(HERE, "trees"))
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--nvcc", default=os.environ.get("NVCC", "nvcc"))
+    ap.add_argument("--arch", default=os.environ.get("ARCH", "sm_90a"))
+    ap.add_argument("--merge", action="store_true")
+    args = ap.parse_args()
+    if args.merge:
+        merge(args)
+    else:
+        run_part(args)
+
+
+if __name__ == "__main__":
+    main()
