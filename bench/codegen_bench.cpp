@@ -64,7 +64,7 @@ void BM_CppTwin(benchmark::State& state, const std::string& name) {
 
 }  // namespace
 
-#define EQFUSE_TWIN_BENCH(model)                                                           \
+#define EQFUSE_TWIN_BENCH(model)                                                                \
   BENCHMARK_CAPTURE(BM_Interpreter, model, std::string(#model))->Unit(benchmark::kMillisecond); \
   BENCHMARK_CAPTURE(BM_CppTwin, model, std::string(#model))->Unit(benchmark::kMillisecond)
 

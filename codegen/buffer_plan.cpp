@@ -10,8 +10,8 @@ namespace eqfuse::codegen {
 namespace {
 
 ir::SymInt aligned(const ir::SymInt& bytes) {
-  if (auto c = bytes.constant()) return ir::SymInt((*c + kBufferAlignment - 1) / kBufferAlignment *
-                                                   kBufferAlignment);
+  if (auto c = bytes.constant())
+    return ir::SymInt((*c + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment);
   return ceil_div(bytes, ir::SymInt(kBufferAlignment)) * ir::SymInt(kBufferAlignment);
 }
 
@@ -95,14 +95,15 @@ std::optional<std::string> check_buffer_plan(const BufferPlan& plan,
     if (s >= n) return fmt::format("value {} has no slot", v);
     auto b = eval(values[v].bytes, "value");
     if (!b) return fmt::format("value {} has a size the dims do not fix", v);
-    if (*b > size[s]) return fmt::format("value {} ({} bytes) overflows slot {} ({} bytes)", v, *b, s, size[s]);
+    if (*b > size[s])
+      return fmt::format("value {} ({} bytes) overflows slot {} ({} bytes)", v, *b, s, size[s]);
     for (size_t w = v + 1; w < values.size(); ++w) {
       if (plan.slot_of[w] != s) continue;
       bool disjoint = values[v].last < values[w].first || values[w].last < values[v].first;
       if (!disjoint)
         return fmt::format("values {} and {} are live together (stages {}-{} and {}-{}) in slot {}",
-                           v, w, values[v].first, values[v].last, values[w].first,
-                           values[w].last, s);
+                           v, w, values[v].first, values[v].last, values[w].first, values[w].last,
+                           s);
     }
   }
   return std::nullopt;

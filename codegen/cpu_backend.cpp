@@ -65,9 +65,8 @@ std::unique_ptr<CpuModule> CpuModule::build(const ir::Graph& graph, CpuBuildInfo
     auto t0 = std::chrono::steady_clock::now();
     fs::create_directories(dir);
     // Unique names, renamed into place: concurrent builds of one model do not collide.
-    std::string tag = fmt::format("{}-{}", ::getpid(), std::chrono::steady_clock::now()
-                                                           .time_since_epoch()
-                                                           .count());
+    std::string tag = fmt::format("{}-{}", ::getpid(),
+                                  std::chrono::steady_clock::now().time_since_epoch().count());
     fs::path src = dir / ("model-" + tag + ".cpp");
     fs::path tmp = dir / ("model-" + tag + ".so");
     fs::path log = dir / ("build-" + tag + ".log");

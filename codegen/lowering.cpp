@@ -12,12 +12,12 @@ namespace eqfuse::codegen {
 
 namespace {
 
-const std::set<std::string, std::less<>> kLayout = {
-    "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
-    "Expand",    "Slice",   "Concat",  "Gather",  "Shape"};
+const std::set<std::string, std::less<>> kLayout = {"Transpose", "Reshape",  "Flatten", "Squeeze",
+                                                    "Unsqueeze", "Identity", "Dropout", "Expand",
+                                                    "Slice",     "Concat",   "Gather",  "Shape"};
 const std::set<std::string, std::less<>> kReduce = {
-    "ReduceSum",  "ReduceMean",   "ReduceMax",         "ReduceMin",
-    "ReduceProd", "ReduceL1",     "ReduceL2",          "ReduceSumSquare",
+    "ReduceSum",    "ReduceMean",      "ReduceMax",         "ReduceMin",
+    "ReduceProd",   "ReduceL1",        "ReduceL2",          "ReduceSumSquare",
     "ReduceLogSum", "ReduceLogSumExp", "GlobalAveragePool", "GlobalMaxPool"};
 
 }  // namespace
@@ -45,8 +45,8 @@ StageKind stage_kind(const ir::Node& n) {
 std::vector<size_t> data_inputs(const ir::Node& n) {
   const std::string& op = n.op_type;
   if (op == "Shape") return {};
-  if (op == "Reshape" || op == "Expand" || op == "Slice" || op == "Squeeze" ||
-      op == "Unsqueeze" || op == "Dropout" || kReduce.count(op))
+  if (op == "Reshape" || op == "Expand" || op == "Slice" || op == "Squeeze" || op == "Unsqueeze" ||
+      op == "Dropout" || kReduce.count(op))
     return {0};
   std::vector<size_t> all(n.inputs.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;

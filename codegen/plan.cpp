@@ -142,8 +142,8 @@ KernelPlan make_plan(const ir::Graph& input_graph) {
     const ir::Node& n = nodes[i];
     for (ValueId v : n.inputs)
       if (v != ir::kNoValue && !dtype_supported(g.value(v).type.dtype))
-        unsupported(n, fmt::format("dtype {} is not generated yet",
-                                   ir::dtype_name(g.value(v).type.dtype)));
+        unsupported(
+            n, fmt::format("dtype {} is not generated yet", ir::dtype_name(g.value(v).type.dtype)));
     if (!dtype_supported(g.value(n.outputs[0]).type.dtype))
       unsupported(n, fmt::format("dtype {} is not generated yet",
                                  ir::dtype_name(g.value(n.outputs[0]).type.dtype)));
@@ -228,11 +228,12 @@ KernelPlan make_plan(const ir::Graph& input_graph) {
       b.storage = Storage::Weight;
       b.index = plan.weights.size();
       auto c = b.bytes.constant();
-      if (!c) throw Error("codegen: weight '" + val.name + "' has a symbolic size",
-                          Error::Kind::Unsupported);
+      if (!c)
+        throw Error("codegen: weight '" + val.name + "' has a symbolic size",
+                    Error::Kind::Unsupported);
       b.offset = plan.weight_bytes;
-      plan.weight_bytes += uint64_t(*c + kBufferAlignment - 1) / kBufferAlignment *
-                           kBufferAlignment;
+      plan.weight_bytes +=
+          uint64_t(*c + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
       plan.weights.push_back(v);
     } else {
       b.storage = Storage::Arena;
@@ -309,8 +310,8 @@ std::vector<unsigned char> weights_blob(const KernelPlan& plan) {
 std::vector<int64_t> bind_dims(const KernelPlan& plan, const std::vector<ir::Tensor>& inputs) {
   const ir::Graph& g = plan.graph;
   if (inputs.size() != g.inputs().size())
-    throw Error(fmt::format("{} inputs given for a model with {}", inputs.size(),
-                            g.inputs().size()));
+    throw Error(
+        fmt::format("{} inputs given for a model with {}", inputs.size(), g.inputs().size()));
   std::map<std::string, int64_t> seen;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value& v = g.value(g.inputs()[i]);
@@ -344,6 +345,12 @@ void specialize_dims(ir::Graph& graph, const std::map<std::string, int64_t>& siz
     for (ir::Dim& d : val.type.shape.dims())
       if (!d.is_static())
         if (auto x = d.evaluate(sizes)) d = ir::Dim(*x);
+    if (val.sym_value) {  // shape computations follow, or a Reshape would disagree with its type
+      auto elems = *val.sym_value;
+      for (ir::SymInt& e : elems)
+        if (auto x = e.evaluate(sizes)) e = ir::SymInt(*x);
+      val.sym_value = std::make_shared<const std::vector<ir::SymInt>>(std::move(elems));
+    }
   }
 }
 
@@ -355,9 +362,10 @@ void make_batch_dynamic(ir::Graph& graph, const std::string& name) {
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     const ir::Node& n = graph.node(NodeId(i));
     if (n.is_opaque())
-      throw Error(fmt::format("--dynamic-batch: {} '{}' is opaque, its output types cannot follow "
-                              "the batch",
-                              n.op_type, n.name));
+      throw Error(
+          fmt::format("--dynamic-batch: {} '{}' is opaque, its output types cannot follow "
+                      "the batch",
+                      n.op_type, n.name));
     std::vector<ir::TensorType> types;
     try {
       types = ir::infer_output_types(graph, n);
@@ -374,9 +382,10 @@ void make_batch_dynamic(ir::Graph& graph, const std::string& name) {
   for (ir::ValueId v : graph.outputs()) {
     const ir::TensorType& t = graph.value(v).type;
     if (!t.shape.has_rank() || t.shape.rank() == 0 || t.shape[0].symbol_name() != name)
-      throw Error(fmt::format("--dynamic-batch: output '{}' is {}, its leading dim does not follow "
-                              "the batch",
-                              graph.value(v).name, t.str()));
+      throw Error(
+          fmt::format("--dynamic-batch: output '{}' is {}, its leading dim does not follow "
+                      "the batch",
+                      graph.value(v).name, t.str()));
   }
 }
 

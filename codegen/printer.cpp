@@ -233,7 +233,8 @@ std::string Writer::compute(const ir::Node& n, const Index& idx) {
     ir::OpContext ctx = ir::make_context(g_, n);
     size_t r = rank(n.inputs[0]);
     std::vector<int64_t> perm;
-    if (ctx.has_attr("perm")) perm = ctx.attr_ints("perm");
+    if (ctx.has_attr("perm"))
+      perm = ctx.attr_ints("perm");
     else
       for (size_t k = r; k-- > 0;) perm.push_back(int64_t(k));
     Index in(r);
@@ -281,8 +282,9 @@ void input_refs(const ir::ScalarExpr& e, std::set<int64_t>& refs) {
 std::string Writer::scalar(const ir::Node& n, const Index& idx) {
   ir::OpContext ctx = ir::make_context(g_, n);
   ir::ScalarExprPtr e = ir::node_scalar_expr(ctx);
-  if (!e) throw Error(fmt::format("codegen: {} '{}': no scalar meaning", n.op_type, n.name),
-                      Error::Kind::Unsupported);
+  if (!e)
+    throw Error(fmt::format("codegen: {} '{}': no scalar meaning", n.op_type, n.name),
+                Error::Kind::Unsupported);
   ValueId out = n.outputs[0];
   std::vector<DType> types = {type(out).dtype};
   for (ValueId in : n.inputs)
@@ -364,8 +366,7 @@ std::string Writer::slice(const ir::Node& n, const Index& idx) {
     } else if (start < 0) {
       begin = fmt::format("eqf_max<int64_t>({} - {}, 0)", dim(d), -start);
     } else {
-      throw Error(fmt::format("codegen: Slice '{}': a negative step over a symbolic dim",
-                              n.name),
+      throw Error(fmt::format("codegen: Slice '{}': a negative step over a symbolic dim", n.name),
                   Error::Kind::Unsupported);
     }
     in_idx[size_t(a)] = iadd(begin, imul(idx[size_t(a)], std::to_string(step)));
@@ -388,8 +389,8 @@ std::string Writer::concat(const ir::Node& n, const Index& idx) {
   for (size_t k = 0; k < parts.size(); ++k) {
     std::string end = iadd(offset, dim(parts[k], a));
     std::string header = k + 1 == parts.size() ? "else"
-                         : k == 0 ? fmt::format("if ({} < {})", idx[a], end)
-                                  : fmt::format("else if ({} < {})", idx[a], end);
+                         : k == 0              ? fmt::format("if ({} < {})", idx[a], end)
+                                               : fmt::format("else if ({} < {})", idx[a], end);
     if (parts.size() == 1) header = "";
     open(header);
     Index in_idx = idx;
@@ -410,8 +411,8 @@ std::string Writer::gather(const ir::Node& n, const Index& idx) {
   Index qi(idx.begin() + long(a), idx.begin() + long(a + q));
   std::string raw = elem(indices, qi);
   std::string gv = fresh("g");
-  line(fmt::format("const int64_t {} = (int64_t){} < 0 ? (int64_t){} + {} : (int64_t){};", gv,
-                   raw, raw, dim(data, a), raw));
+  line(fmt::format("const int64_t {} = (int64_t){} < 0 ? (int64_t){} + {} : (int64_t){};", gv, raw,
+                   raw, dim(data, a), raw));
   Index in_idx(idx.begin(), idx.begin() + long(a));
   in_idx.push_back(gv);
   in_idx.insert(in_idx.end(), idx.begin() + long(a + q), idx.end());
@@ -513,20 +514,24 @@ std::string Writer::body_reduce(const Stage& s) {
     line(fmt::format("{} {} = ({})(-INFINITY);", ct, m, ct));
     loop_nest([&](const std::string& x) { line(fmt::format("{} = eqf_max({}, {});", m, m, x)); });
     line(fmt::format("{} {} = {};", ct, acc, literal(0, ct)));
-    loop_nest([&](const std::string& x) {
-      line(fmt::format("{} += eqf_exp({} - {});", acc, x, m));
-    });
+    loop_nest(
+        [&](const std::string& x) { line(fmt::format("{} += eqf_exp({} - {});", acc, x, m)); });
     result = fmt::format("{} + eqf_log({})", m, acc);
   } else {
     line(fmt::format("{} {} = {};", ct, acc, init));
     loop_nest([&](const std::string& x) {
-      if (is_max) line(fmt::format("{} = eqf_max({}, {});", acc, acc, x));
-      else if (is_min) line(fmt::format("{} = eqf_min({}, {});", acc, acc, x));
-      else if (op == "ReduceProd") line(fmt::format("{} *= {};", acc, x));
+      if (is_max)
+        line(fmt::format("{} = eqf_max({}, {});", acc, acc, x));
+      else if (is_min)
+        line(fmt::format("{} = eqf_min({}, {});", acc, acc, x));
+      else if (op == "ReduceProd")
+        line(fmt::format("{} *= {};", acc, x));
       else if (op == "ReduceSumSquare" || op == "ReduceL2")
         line(fmt::format("{} += {} * {};", acc, x, x));
-      else if (op == "ReduceL1") line(fmt::format("{} += eqf_abs({});", acc, x));
-      else line(fmt::format("{} += {};", acc, x));
+      else if (op == "ReduceL1")
+        line(fmt::format("{} += eqf_abs({});", acc, x));
+      else
+        line(fmt::format("{} += {};", acc, x));
     });
     result = acc;
     if (op == "ReduceMean") result = fmt::format("{} / ({})({})", acc, ct, count);
@@ -570,14 +575,16 @@ std::string Writer::body_softmax(const Stage& s) {
   line(fmt::format("{} += eqf_exp(({}){} - {});", sum, ct, elem(in, idx), m));
   close();
   bool log = n.op_type == "LogSoftmax";
-  if (!log) line(fmt::format("const {} inv_{} = ({})1 / {};", ct, sum, ct, sum));
-  else line(fmt::format("const {} log_{} = eqf_log({});", ct, sum, sum));
+  if (!log)
+    line(fmt::format("const {} inv_{} = ({})1 / {};", ct, sum, ct, sum));
+  else
+    line(fmt::format("const {} log_{} = eqf_log({});", ct, sum, sum));
   open(loop);
   std::string x = elem(in, idx);
-  line(log ? fmt::format("{}[{}] = ({}){} - {} - log_{};", ptr(out), linear(out, idx), ct, x, m,
-                         sum)
-           : fmt::format("{}[{}] = eqf_exp(({}){} - {}) * inv_{};", ptr(out), linear(out, idx),
-                         ct, x, m, sum));
+  line(
+      log ? fmt::format("{}[{}] = ({}){} - {} - log_{};", ptr(out), linear(out, idx), ct, x, m, sum)
+          : fmt::format("{}[{}] = eqf_exp(({}){} - {}) * inv_{};", ptr(out), linear(out, idx), ct,
+                        x, m, sum));
   close();
   return rows;
 }
@@ -684,8 +691,7 @@ std::string Writer::body_matmul_element(const Stage& s) {
     auto batch_of = [&](ValueId v, size_t matrix_rank) {
       size_t r = rank(v) - matrix_rank;
       Index out_b(r);
-      for (size_t q = 0; q < r; ++q)
-        out_b[q] = dim_is_one(v, q) ? "0" : bidx[batch - r + q];
+      for (size_t q = 0; q < r; ++q) out_b[q] = dim_is_one(v, q) ? "0" : bidx[batch - r + q];
       return out_b;
     };
     if (ra >= 2) {
@@ -783,8 +789,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     line(fmt::format("const {}* br = b + {};", storage_type(type(c.b).dtype), imul("n", sbn)));
     line(fmt::format("{} acc = 0;", ct));
     line("#pragma omp simd reduction(+ : acc)");
-    line(fmt::format("for (int64_t k = 0; k < {}; ++k) acc += a[{}] * br[k];", K,
-                     imul("k", sak)));
+    line(fmt::format("for (int64_t k = 0; k < {}; ++k) acc += a[{}] * br[k];", K, imul("k", sak)));
     line("c[n] = acc;");
     close();
   }
@@ -838,8 +843,8 @@ std::string Writer::body_conv(const Stage& s) {
   for (size_t k = 0; k < sp; ++k) {
     std::string kk = fresh("q"), pos = fresh("y");
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", kk, kk, kernel[k], kk));
-    line(fmt::format("const int64_t {} = {} * {} - {} + {} * {};", pos, idx[2 + k],
-                     win[k].stride, win[k].pad_begin, kk, win[k].dilation));
+    line(fmt::format("const int64_t {} = {} * {} - {} + {} * {};", pos, idx[2 + k], win[k].stride,
+                     win[k].pad_begin, kk, win[k].dilation));
     line(fmt::format("if ({} < 0 || {} >= {}) continue;", pos, pos, dim(x, 2 + k)));
     xi.push_back(pos);
     wi.push_back(kk);
@@ -919,8 +924,8 @@ std::string Writer::body_pool(const Stage& s) {
   for (size_t k = 0; k < sp; ++k) {
     std::string kk = fresh("q"), pos = fresh("y");
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", kk, kk, kernel[k], kk));
-    line(fmt::format("const int64_t {} = {} * {} - {} + {} * {};", pos, idx[2 + k],
-                     win[k].stride, win[k].pad_begin, kk, win[k].dilation));
+    line(fmt::format("const int64_t {} = {} * {} - {} + {} * {};", pos, idx[2 + k], win[k].stride,
+                     win[k].pad_begin, kk, win[k].dilation));
     if (include_pad)
       line(fmt::format("if ({} >= {} + {}) continue;", pos, dim(x, 2 + k), win[k].pad_end));
     xi.push_back(pos);
@@ -928,12 +933,14 @@ std::string Writer::body_pool(const Stage& s) {
   if (include_pad) line(fmt::format("++{};", cnt));
   std::string inside;
   for (size_t k = 0; k < sp; ++k)
-    inside += fmt::format("{}{} >= 0 && {} < {}", k ? " && " : "", xi[2 + k], xi[2 + k],
-                          dim(x, 2 + k));
+    inside +=
+        fmt::format("{}{} >= 0 && {} < {}", k ? " && " : "", xi[2 + k], xi[2 + k], dim(x, 2 + k));
   open(fmt::format("if ({})", inside));
   std::string v = elem(x, xi);
-  if (is_max) line(fmt::format("{} = eqf_max({}, ({}){});", acc, acc, ct, v));
-  else line(fmt::format("{} += ({}){};", acc, ct, v));
+  if (is_max)
+    line(fmt::format("{} = eqf_max({}, ({}){});", acc, acc, ct, v));
+  else
+    line(fmt::format("{} += ({}){};", acc, ct, v));
   if (!include_pad) line(fmt::format("++{};", cnt));
   close();
   for (size_t k = 0; k < sp; ++k) close();
@@ -969,8 +976,7 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     case StageKind::Gemm: {
       const ir::Node& n = g_.node(s.node);
       rows_form = target_ == Target::Cpu &&
-                  (s.kind == StageKind::Gemm ||
-                   (rank(n.inputs[0]) >= 2 && rank(n.inputs[1]) >= 2));
+                  (s.kind == StageKind::Gemm || (rank(n.inputs[0]) >= 2 && rank(n.inputs[1]) >= 2));
       items = rows_form ? body_matmul_rows(s) : body_matmul_element(s);
       break;
     }
@@ -1011,8 +1017,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     dims += fmt::format("  const int64_t d{} = D.d[{}];\n  (void)d{};\n", k, k, k);
   std::string name = fmt::format("s{}", index);
   if (target_ == Target::Cpu) {
-    functions += head + fmt::format("static void {}({}) {{\n{}  const int64_t n = {};\n", name,
-                                    sig, dims, items);
+    functions += head + fmt::format("static void {}({}) {{\n{}  const int64_t n = {};\n", name, sig,
+                                    dims, items);
     functions += "#pragma omp parallel for schedule(static) if (n > 1 && n * " +
                  std::string(rows_form || s.kind != StageKind::Pointwise ? "64" : "1") +
                  " >= 32768)\n";
@@ -1055,7 +1061,8 @@ std::string model_description(const KernelPlan& plan) {
     for (size_t k = 0; k < values.size(); ++k) {
       const ir::Value& v = g.value(values[k]);
       std::string quoted;
-      for (char c : v.name) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+      for (char c : v.name)
+        quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
       names += fmt::format("    case {}: return \"{}\";\n", k, quoted);
       types += fmt::format("    case {}: return {};\n", k, ir::onnx_dtype_code(v.type.dtype));
       ranks += fmt::format("    case {}: return {};\n", k, v.type.shape.rank());
@@ -1066,19 +1073,23 @@ std::string model_description(const KernelPlan& plan) {
     }
     text += fmt::format("extern \"C\" int eqfuse_num_{}s(void) {{ return {}; }}\n", side,
                         values.size());
-    text += fmt::format("extern \"C\" const char* eqfuse_{}_name(int k) {{\n  switch (k) {{\n{}"
-                        "    default: return 0;\n  }}\n}}\n",
-                        side, names);
-    text += fmt::format("extern \"C\" int eqfuse_{}_dtype(int k) {{\n  switch (k) {{\n{}"
-                        "    default: return 0;\n  }}\n}}\n",
-                        side, types);
-    text += fmt::format("extern \"C\" int eqfuse_{}_rank(int k) {{\n  switch (k) {{\n{}"
-                        "    default: return -1;\n  }}\n}}\n",
-                        side, ranks);
-    text += fmt::format("extern \"C\" void eqfuse_{}_dims(int k, const int64_t* dims, int64_t* "
-                        "out) {{\n  (void)dims;\n  (void)out;\n{}  switch (k) {{\n{}    default:\n"
-                        "      return;\n  }}\n}}\n",
-                        side, dims, shapes);
+    text += fmt::format(
+        "extern \"C\" const char* eqfuse_{}_name(int k) {{\n  switch (k) {{\n{}"
+        "    default: return 0;\n  }}\n}}\n",
+        side, names);
+    text += fmt::format(
+        "extern \"C\" int eqfuse_{}_dtype(int k) {{\n  switch (k) {{\n{}"
+        "    default: return 0;\n  }}\n}}\n",
+        side, types);
+    text += fmt::format(
+        "extern \"C\" int eqfuse_{}_rank(int k) {{\n  switch (k) {{\n{}"
+        "    default: return -1;\n  }}\n}}\n",
+        side, ranks);
+    text += fmt::format(
+        "extern \"C\" void eqfuse_{}_dims(int k, const int64_t* dims, int64_t* "
+        "out) {{\n  (void)dims;\n  (void)out;\n{}  switch (k) {{\n{}    default:\n"
+        "      return;\n  }}\n}}\n",
+        side, dims, shapes);
   }
   std::string sources;
   for (size_t d = 0; d < plan.dims.size(); ++d) {
@@ -1097,13 +1108,15 @@ std::string model_description(const KernelPlan& plan) {
   std::string names;
   for (size_t d = 0; d < plan.dims.size(); ++d)
     names += fmt::format("    case {}: return \"{}\";\n", d, plan.dims[d]);
-  text += fmt::format("extern \"C\" const char* eqfuse_dim_name(int d) {{\n  switch (d) {{\n{}"
-                      "    default: return 0;\n  }}\n}}\n",
-                      names);
-  text += fmt::format("extern \"C\" int eqfuse_dim_source(int d, int* input, int* axis) {{\n"
-                      "  (void)input;\n  (void)axis;\n"
-                      "  switch (d) {{\n{}    default: return -1;\n  }}\n}}\n",
-                      sources);
+  text += fmt::format(
+      "extern \"C\" const char* eqfuse_dim_name(int d) {{\n  switch (d) {{\n{}"
+      "    default: return 0;\n  }}\n}}\n",
+      names);
+  text += fmt::format(
+      "extern \"C\" int eqfuse_dim_source(int d, int* input, int* axis) {{\n"
+      "  (void)input;\n  (void)axis;\n"
+      "  switch (d) {{\n{}    default: return -1;\n  }}\n}}\n",
+      sources);
   text += fmt::format("extern \"C\" int64_t eqfuse_weights_bytes(void) {{ return {}; }}\n\n",
                       plan.weight_bytes);
   return text;
@@ -1145,7 +1158,8 @@ std::string kernel_api_text(Target target) {
       "{}",
       target == Target::Cuda ? " (all device pointers), on `stream`" : "", stream,
       target == Target::Cuda
-          ? "// The same run with each stage timed (CUDA events): stage_ms gets one time per stage.\n"
+          ? "// The same run with each stage timed (CUDA events): stage_ms gets one time per "
+            "stage.\n"
             "extern \"C\" int eqfuse_num_stages(void);\n"
             "extern \"C\" int eqfuse_profile(const int64_t* dims, const void* const* inputs,\n"
             "                                void* const* outputs, const void* weights, void* "
@@ -1155,13 +1169,14 @@ std::string kernel_api_text(Target target) {
 
 std::string print_kernels(const KernelPlan& plan, Target target) {
   const ir::Graph& g = plan.graph;
-  std::string text = fmt::format(
-      "// Generated by eqfuse for target {}: {} stages in {} kernels. Do not edit.\n", 
-      target_name(target), plan.stages.size(), plan.steps.size());
+  std::string text =
+      fmt::format("// Generated by eqfuse for target {}: {} stages in {} kernels. Do not edit.\n",
+                  target_name(target), plan.stages.size(), plan.steps.size());
   text += prelude_text();
   if (target == Target::Cuda)
-    text += "\nstatic unsigned eqf_grid(int64_t n) {\n  int64_t b = (n + 255) / 256;\n"
-            "  return (unsigned)(b < 65536 ? b : 65536);\n}\n";
+    text +=
+        "\nstatic unsigned eqf_grid(int64_t n) {\n  int64_t b = (n + 255) / 256;\n"
+        "  return (unsigned)(b < 65536 ? b : 65536);\n}\n";
   text += "\n" + dims_struct(plan);
   Writer w(plan, target);
   std::string functions, calls;
@@ -1175,21 +1190,23 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
   auto sym = [&](const ir::SymInt& x) {
     return x.c_expr([&](const std::string& s) { return plan.dim_ident(s); });
   };
-  text += fmt::format("extern \"C\" int eqfuse_num_dims(void) {{ return {}; }}\n\n",
-                      plan.dims.size());
+  text +=
+      fmt::format("extern \"C\" int eqfuse_num_dims(void) {{ return {}; }}\n\n", plan.dims.size());
   text += "extern \"C\" int64_t eqfuse_arena_bytes(const int64_t* dims) {\n  (void)dims;\n" + dims +
           "  return " + sym(plan.arena.total) + ";\n}\n\n";
   text += model_description(plan);
   std::string stream = target == Target::Cuda ? ", void* stream" : "";
   if (target == Target::Cuda)
-    text += "// With `prof` (stages + 1 events), an event is recorded before each stage and at the "
-            "end.\nstatic int eqf_run(const int64_t* dims, const void* const* inputs, void* const* "
-            "outputs,\n                   const void* weights, void* arena, void* stream, "
-            "cudaEvent_t* prof) {\n";
+    text +=
+        "// With `prof` (stages + 1 events), an event is recorded before each stage and at the "
+        "end.\nstatic int eqf_run(const int64_t* dims, const void* const* inputs, void* const* "
+        "outputs,\n                   const void* weights, void* arena, void* stream, "
+        "cudaEvent_t* prof) {\n";
   else
-    text += "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
-            "                            void* const* outputs, const void* weights, void* arena" +
-            stream + ") {\n";
+    text +=
+        "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
+        "                            void* const* outputs, const void* weights, void* arena" +
+        stream + ") {\n";
   text += "  (void)dims;\n  (void)inputs;\n  (void)outputs;\n  (void)weights;\n  (void)arena;\n";
   text += dims;
   text += "  EqfDims D;\n";
@@ -1222,17 +1239,18 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
         break;
     }
     bool ro = buf.storage == Storage::Input || buf.storage == Storage::Weight;
-    text += fmt::format("  {}{}* p{} = {};  // {}\n  (void)p{};\n", ro ? "const " : "", t, b,
-                        where, g.value(buf.value).name, b);
+    text += fmt::format("  {}{}* p{} = {};  // {}\n  (void)p{};\n", ro ? "const " : "", t, b, where,
+                        g.value(buf.value).name, b);
   }
   text += calls;
   if (target == Target::Cpu) return text + "  return 0;\n}\n";
   text += fmt::format("  if (prof) cudaEventRecord(prof[{}], st);\n", plan.stages.size());
   text += "  return (int)cudaGetLastError();\n}\n\n";
-  text += "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
-          "                            void* const* outputs, const void* weights, void* arena,\n"
-          "                            void* stream) {\n"
-          "  return eqf_run(dims, inputs, outputs, weights, arena, stream, 0);\n}\n\n";
+  text +=
+      "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
+      "                            void* const* outputs, const void* weights, void* arena,\n"
+      "                            void* stream) {\n"
+      "  return eqf_run(dims, inputs, outputs, weights, arena, stream, 0);\n}\n\n";
   text += fmt::format(
       "extern \"C\" int eqfuse_num_stages(void) {{ return {}; }}\n\n"
       "extern \"C\" int eqfuse_profile(const int64_t* dims, const void* const* inputs,\n"

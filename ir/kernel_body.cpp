@@ -202,9 +202,8 @@ Graph inline_kernels(const Graph& graph, std::vector<NodeId>* origin) {
     for (ValueId in : n.inputs) inputs.push_back(in == kNoValue ? kNoValue : map[in]);
     if (n.def && n.def->name == kKernelOp) {
       auto body = kernel_body(n.attrs.get_string(kKernelBodyAttr, ""));
-      map[n.outputs[0]] =
-          expand_kernel_body(out, *body, inputs, fmt::format("{}#{}/", n.name, i),
-                             graph.value(n.outputs[0]).name);
+      map[n.outputs[0]] = expand_kernel_body(out, *body, inputs, fmt::format("{}#{}/", n.name, i),
+                                             graph.value(n.outputs[0]).name);
       if (origin) origin->resize(out.nodes().size(), NodeId(i));
       continue;
     }

@@ -263,9 +263,12 @@ std::string SymInt::c_expr(const std::function<std::string(const std::string&)>&
   std::string out;
   for (const auto& [m, c] : poly_->terms) {
     std::string term;
-    for (const AtomPtr& a : m) term += (term.empty() ? "" : "*") + ("(" + atom_c_expr(*a, symbol) + ")");
-    if (term.empty()) term = "INT64_C(" + std::to_string(c < 0 ? -c : c) + ")";
-    else if (c != 1 && c != -1) term += "*INT64_C(" + std::to_string(c < 0 ? -c : c) + ")";
+    for (const AtomPtr& a : m)
+      term += (term.empty() ? "" : "*") + ("(" + atom_c_expr(*a, symbol) + ")");
+    if (term.empty())
+      term = "INT64_C(" + std::to_string(c < 0 ? -c : c) + ")";
+    else if (c != 1 && c != -1)
+      term += "*INT64_C(" + std::to_string(c < 0 ? -c : c) + ")";
     out += c < 0 ? "-" + term : (out.empty() ? "" : "+") + term;
   }
   return out.empty() ? "INT64_C(0)" : out;

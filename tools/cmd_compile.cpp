@@ -1,7 +1,7 @@
 // `eqfuse compile MODEL --out DIR [--target cuda|cpu] [--arch sm_90a] [--dim NAME=VALUE...]
-// [--dynamic-batch] [--no-optimize] [--device NAME] [--json]`: optimizes a model (unless --no-optimize, for a
-// model eqfuse already optimized) and writes a standalone source tree of its kernels
-// (codegen/source_tree.h). Symbolic dims stay run-time parameters unless --dim fixes them.
+// [--dynamic-batch] [--no-optimize] [--device NAME] [--json]`: optimizes a model (unless
+// --no-optimize, for a model eqfuse already optimized) and writes a standalone source tree of its
+// kernels (codegen/source_tree.h). Symbolic dims stay run-time parameters unless --dim fixes them.
 // Exit 0 written, 2 bad input or usage, 3 an op or dtype code generation cannot compute (named).
 #include <fmt/format.h>
 
@@ -30,9 +30,12 @@ struct CompileArgs {
 
 int run_compile(const CompileArgs& a) {
   codegen::TreeOptions tree;
-  if (a.target == "cuda") tree.target = codegen::Target::Cuda;
-  else if (a.target == "cpu") tree.target = codegen::Target::Cpu;
-  else throw Error("--target " + a.target + ": expected cuda or cpu");
+  if (a.target == "cuda")
+    tree.target = codegen::Target::Cuda;
+  else if (a.target == "cpu")
+    tree.target = codegen::Target::Cpu;
+  else
+    throw Error("--target " + a.target + ": expected cuda or cpu");
   tree.cuda_arch = a.arch;
   auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] {

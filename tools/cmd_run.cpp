@@ -131,9 +131,10 @@ int run_model(const RunOptions& opt) {
     if (!cost::load_cuda(&why))
       throw Error("--backend cuda: no GPU here (" + why + "); use --backend cpu for the C++ twin",
                   Error::Kind::BadInput);
-    throw Error("--backend cuda: running generated CUDA in-process (NVRTC) is not built yet; "
-                "`eqfuse compile --target cuda` writes a tree that nvcc builds",
-                Error::Kind::Unsupported);
+    throw Error(
+        "--backend cuda: running generated CUDA in-process (NVRTC) is not built yet; "
+        "`eqfuse compile --target cuda` writes a tree that nvcc builds",
+        Error::Kind::Unsupported);
   } else if (opt.backend != "interpreter") {
     throw Error("--backend " + opt.backend + ": expected interpreter, cpu or cuda");
   }
@@ -153,11 +154,12 @@ int run_model(const RunOptions& opt) {
   nlohmann::json jout = nlohmann::json::array();
   if (!opt.json) {
     if (twin)
-      std::cout << fmt::format("{}: {} inputs ({}), import {:.1f} ms, C++ twin {} in {:.1f} ms "
-                               "({} stages), run {:.1f} ms\n",
-                               opt.model, inputs.size(), source, import_ms,
-                               build.cached ? "found in the cache" : "built", build_ms,
-                               twin->plan().stages.size(), run_ms);
+      std::cout << fmt::format(
+          "{}: {} inputs ({}), import {:.1f} ms, C++ twin {} in {:.1f} ms "
+          "({} stages), run {:.1f} ms\n",
+          opt.model, inputs.size(), source, import_ms,
+          build.cached ? "found in the cache" : "built", build_ms, twin->plan().stages.size(),
+          run_ms);
     else
       std::cout << fmt::format("{}: {} inputs ({}), import {:.1f} ms, interpreter {:.1f} ms\n",
                                opt.model, inputs.size(), source, import_ms, run_ms);

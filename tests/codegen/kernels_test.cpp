@@ -81,12 +81,13 @@ TEST_CASE("layout ops fold into indexing: reshape, slice, concat, expand, gather
   ValueId idx = b.input("i", DType::i64, {Dim(4)});
   ValueId shape = b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {3}, {-1, 7, 3}));
   ValueId r = b.op("Reshape", {x, shape});  // [n*2, 7, 3]
-  ValueId s = b.op("Slice", {r}, {{"starts", std::vector<int64_t>{1}},
-                                  {"ends", std::vector<int64_t>{6}},
-                                  {"axes", std::vector<int64_t>{1}},
-                                  {"steps", std::vector<int64_t>{2}}});  // [n*2, 3, 3]
-  ValueId c = b.op("Concat", {s, s, r}, {{"axis", int64_t{1}}});     // [n*2, 13, 3]
-  ValueId g = b.op("Gather", {c, idx}, {{"axis", int64_t{1}}});      // [n*2, 4, 3]
+  ValueId s = b.op("Slice", {r},
+                   {{"starts", std::vector<int64_t>{1}},
+                    {"ends", std::vector<int64_t>{6}},
+                    {"axes", std::vector<int64_t>{1}},
+                    {"steps", std::vector<int64_t>{2}}});         // [n*2, 3, 3]
+  ValueId c = b.op("Concat", {s, s, r}, {{"axis", int64_t{1}}});  // [n*2, 13, 3]
+  ValueId g = b.op("Gather", {c, idx}, {{"axis", int64_t{1}}});   // [n*2, 4, 3]
   ValueId e = b.op("Exp", {g});
   b.output(e);
   check_twin(std::move(b).finish(), {{3, 6, 7}, {4}});
@@ -103,7 +104,8 @@ TEST_CASE("row reductions: softmax, layer norm, reduce mean, residual + layernor
     b.output(kernel(b,
                     "(LayerNormalization :axis -1 :epsilon 1e-05 :stash_type 1 (Add ?0 ?1) ?2 ?3)",
                     {x, r, g, bias}));
-    b.output(b.op("ReduceMean", {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}}));
+    b.output(
+        b.op("ReduceMean", {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}}));
     b.output(b.op("ReduceMax", {x}, {{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t{0}}}));
     b.output(b.op("LogSoftmax", {x}, {{"axis", int64_t{0}}}));
     check_twin(std::move(b).finish(), {{5, cols}, {5, cols}, {cols}, {cols}});
@@ -118,10 +120,11 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
     ValueId bias = b.input("bias", DType::f32, {Dim(5)});
     ValueId a = b.input("a", DType::f32, {Dim(m), Dim(13)});
     ValueId wt = b.input("wt", DType::f32, {Dim(3), Dim(13)});
-    b.output(kernel(b, "(Mul (Add (MatMul ?0 ?1) ?2) (Erf (Add (MatMul ?0 ?1) ?2)))", {x, w, bias}));
+    b.output(
+        kernel(b, "(Mul (Add (MatMul ?0 ?1) ?2) (Erf (Add (MatMul ?0 ?1) ?2)))", {x, w, bias}));
     ValueId c3 = b.input("c", DType::f32, {Dim(3)});
     b.output(b.op("Gemm", {a, wt, b.op("Neg", {b.op("Abs", {c3})})},
-                  {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}})) ;
+                  {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}}));
     check_twin(std::move(b).finish(), {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}});
   }
 }
@@ -135,10 +138,10 @@ TEST_CASE("attention with and without a mask") {
     ValueId mask = b.input("mask", DType::f32, {Dim(11), Dim(11)});
     ValueId scale = b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {0.35355339f}));
     std::string scores = "(Mul (MatMul ?0 (Transpose :perm (0 1 3 2) ?1)) ?2)";
-    ValueId out = masked
-                      ? kernel(b, "(MatMul (Softmax :axis -1 (Add " + scores + " ?3)) ?4)",
-                               {q, k, scale, mask, v})
-                      : kernel(b, "(MatMul (Softmax :axis -1 " + scores + ") ?3)", {q, k, scale, v});
+    ValueId out =
+        masked ? kernel(b, "(MatMul (Softmax :axis -1 (Add " + scores + " ?3)) ?4)",
+                        {q, k, scale, mask, v})
+               : kernel(b, "(MatMul (Softmax :axis -1 " + scores + ") ?3)", {q, k, scale, v});
     b.output(out);
     check_twin(std::move(b).finish(), {{2, 3, 11, 8}, {2, 3, 11, 8}, {2, 3, 11, 8}, {11, 11}});
   }
@@ -150,17 +153,21 @@ TEST_CASE("convolution with bias and relu, pooling") {
   ValueId w = b.input("w", DType::f32, {Dim(4), Dim(3), Dim(3), Dim(3)});
   ValueId bias = b.input("b", DType::f32, {Dim(4)});
   ValueId dw = b.input("dw", DType::f32, {Dim(4), Dim(1), Dim(3), Dim(3)});
-  ValueId c = kernel(b,
-                     "(Relu (Conv :auto_pad \"NOTSET\" :dilations (1 1) :group 1 :kernel_shape (3 3) "
-                     ":pads (1 1 1 1) :strides (2 1) ?0 ?1 ?2))",
-                     {x, w, bias});
-  ValueId d = b.op("Conv", {c, dw}, {{"group", int64_t{4}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
-  b.output(b.op("MaxPool", {d}, {{"kernel_shape", std::vector<int64_t>{3, 2}},
-                                  {"strides", std::vector<int64_t>{2, 2}},
-                                  {"pads", std::vector<int64_t>{1, 0, 1, 1}}}));
-  b.output(b.op("AveragePool", {d}, {{"kernel_shape", std::vector<int64_t>{2, 3}},
-                                      {"pads", std::vector<int64_t>{1, 1, 0, 1}},
-                                      {"count_include_pad", int64_t{1}}}));
+  ValueId c =
+      kernel(b,
+             "(Relu (Conv :auto_pad \"NOTSET\" :dilations (1 1) :group 1 :kernel_shape (3 3) "
+             ":pads (1 1 1 1) :strides (2 1) ?0 ?1 ?2))",
+             {x, w, bias});
+  ValueId d =
+      b.op("Conv", {c, dw}, {{"group", int64_t{4}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  b.output(b.op("MaxPool", {d},
+                {{"kernel_shape", std::vector<int64_t>{3, 2}},
+                 {"strides", std::vector<int64_t>{2, 2}},
+                 {"pads", std::vector<int64_t>{1, 0, 1, 1}}}));
+  b.output(b.op("AveragePool", {d},
+                {{"kernel_shape", std::vector<int64_t>{2, 3}},
+                 {"pads", std::vector<int64_t>{1, 1, 0, 1}},
+                 {"count_include_pad", int64_t{1}}}));
   b.output(b.op("GlobalAveragePool", {d}));
   check_twin(std::move(b).finish(), {{1, 3, 9, 7}, {4, 3, 3, 3}, {4}, {4, 1, 3, 3}});
 }
@@ -169,9 +176,10 @@ TEST_CASE("every elementwise op of the table compiles and matches") {
   GraphBuilder b;
   ValueId x = b.input("x", DType::f32, {Dim(17)});
   ValueId y = b.input("y", DType::f32, {Dim(17)});
-  for (const char* op : {"Abs", "Neg", "Exp", "Tanh", "Erf", "Sigmoid", "Relu", "Floor", "Ceil",
-                         "Round", "Sign", "Sin", "Cos", "Atan", "Softplus", "Elu", "Selu",
-                         "HardSigmoid", "LeakyRelu", "Reciprocal"})
+  for (const char* op :
+       {"Abs",      "Neg",  "Exp",   "Tanh",        "Erf",       "Sigmoid",   "Relu",
+        "Floor",    "Ceil", "Round", "Sign",        "Sin",       "Cos",       "Atan",
+        "Softplus", "Elu",  "Selu",  "HardSigmoid", "LeakyRelu", "Reciprocal"})
     b.output(b.op(op, {x}));
   for (const char* op : {"Add", "Sub", "Mul", "Div", "Max", "Min", "PRelu"})
     b.output(b.op(op, {x, y}));

@@ -24,7 +24,8 @@ void check_against(const codegen::CpuModule& twin, const ir::Graph& g, const fs:
   std::vector<ir::Tensor> outputs = twin.run(inputs);
   REQUIRE(outputs.size() == data.outputs.size());
   for (size_t k = 0; k < outputs.size(); ++k) {
-    frontend::Comparison c = frontend::compare_tensors(outputs[k], data.outputs[k].tensor, 1e-3, 1e-4);
+    frontend::Comparison c =
+        frontend::compare_tensors(outputs[k], data.outputs[k].tensor, 1e-3, 1e-4);
     INFO(set.string() << " output " << k << ": " << c.str());
     CHECK(c.match);
   }

@@ -34,11 +34,12 @@ TEST_CASE("a compiled C++ tree builds alone and matches the test data", "[tools]
   auto j = nlohmann::json::parse(r.out);
   CHECK(j["kernels"].get<int>() >= 1);
   CHECK(j["weights_written"] == true);
-  for (const char* f : {"kernels.cpp", "eqfuse_model.h", "bench.cpp", "CMakeLists.txt",
-                        "weights.bin", "plan.json"})
+  for (const char* f :
+       {"kernels.cpp", "eqfuse_model.h", "bench.cpp", "CMakeLists.txt", "weights.bin", "plan.json"})
     CHECK(fs::exists(tree / f));
   std::string t = "'" + tree.string() + "'";
-  REQUIRE(shell("cd " + t + " && c++ -std=c++17 -O2 -fopenmp -fPIC -shared -Wall -Wextra -Werror "
+  REQUIRE(shell("cd " + t +
+                " && c++ -std=c++17 -O2 -fopenmp -fPIC -shared -Wall -Wextra -Werror "
                 "-o libeqfuse_model.so kernels.cpp && c++ -std=c++17 -O2 -Wall -Wextra -Werror "
                 "-o bench bench.cpp -L. -leqfuse_model -Wl,-rpath,.") == 0);
   std::string data = "'" + (example("mlp") / "test_data_set_0").string() + "'";
@@ -80,7 +81,7 @@ TEST_CASE("eqfuse compile names the op it cannot compile (exit 3)", "[tools][com
                          (dir / "tree").string(), "--no-optimize"});
   CHECK(r.code == 3);
   CHECK_THAT(r.err, Catch::Contains("Mystery"));
-  Result bad = run_eqfuse({"compile", (dir / "absent.onnx").string(), "--out",
-                           (dir / "tree").string()});
+  Result bad =
+      run_eqfuse({"compile", (dir / "absent.onnx").string(), "--out", (dir / "tree").string()});
   CHECK(bad.code == 2);
 }
