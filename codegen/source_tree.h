@@ -9,6 +9,7 @@
 //                             then fills it from a seed)
 //   CMakeLists.txt            a library `eqfuse_model` and the `bench` executable
 //   plan.json                 stages, kernels, buffers and dims, for reading and for tools
+// (`eqfuse compile` adds predictions.json: the cost model's time per kernel.)
 #include <filesystem>
 #include <string>
 

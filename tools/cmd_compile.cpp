@@ -6,12 +6,16 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
 #include "codegen/plan.h"
 #include "codegen/source_tree.h"
+#include "cost/cost_model.h"
+#include "cost/device_profile.h"
 #include "frontend/onnx_import.h"
 #include "ir/kernel_body.h"
 #include "optimizer/optimize.h"
@@ -22,11 +26,42 @@
 namespace eqfuse::tools {
 namespace {
 
+namespace fs = std::filesystem;
+
 struct CompileArgs {
   std::string model, out, target = "cuda", arch = "sm_90a", device = "h200";
   std::vector<std::string> dims;
   bool no_optimize = false, json = false, dynamic_batch = false;
 };
+
+// The cost model's time for each kernel (top-level node) at batch 1 and 64 (every run-time dim
+// bound to that size), so a GPU run's per-stage times (bench/gpu/run.py) check the model.
+void write_predictions(const ir::Graph& graph, const codegen::KernelPlan& plan,
+                       const std::string& device, const fs::path& file) {
+  nlohmann::json kernels = nlohmann::json::array();
+  std::vector<std::unique_ptr<cost::CostModel>> models;
+  const std::vector<int64_t> sizes = {1, 64};
+  for (int64_t b : sizes) {
+    cost::CostOptions o;
+    for (const std::string& d : plan.dims) o.dim_bindings[d] = b;
+    models.push_back(std::make_unique<cost::CostModel>(cost::DeviceProfile::load(device), o));
+  }
+  for (const ir::Node& n : graph.nodes()) {
+    nlohmann::json k = {{"name", graph.value(n.outputs[0]).name}, {"op", n.op_type}};
+    nlohmann::json ms = nlohmann::json::object();
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      try {
+        ms[std::to_string(sizes[i])] = models[i]->node_cost(graph, n).ms();
+      } catch (const Error&) {
+        ms[std::to_string(sizes[i])] = nullptr;
+      }
+    }
+    k["predicted_ms"] = ms;
+    kernels.push_back(std::move(k));
+  }
+  std::ofstream out(file);
+  out << nlohmann::json{{"device", device}, {"kernels", kernels}}.dump(1) << "\n";
+}
 
 int run_compile(const CompileArgs& a) {
   codegen::TreeOptions tree;
@@ -54,6 +89,7 @@ int run_compile(const CompileArgs& a) {
   }
   codegen::KernelPlan plan = codegen::make_plan(graph);
   codegen::TreeReport r = codegen::write_source_tree(plan, a.out, tree);
+  write_predictions(graph, plan, a.device, fs::path(a.out) / "predictions.json");
   double total_s = seconds();
   if (a.json) {
     nlohmann::json j = {{"model", a.model},

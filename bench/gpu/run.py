@@ -254,6 +254,7 @@ def merge(args):
         if os.path.exists(path):
             with open(path) as f:
                 merged["parts"].append(json.load(f))
+    merged["cost_model"] = cost_model_check(args, merged)
     with open(os.path.join(args.out, "gpu.json"), "w") as f:
         json.dump(merged, f, indent=1)
     torch_ms = {}
@@ -279,6 +280,42 @@ def merge(args):
                       f"{torch_ms.get((m['model'], b, 'cudagraphs', 'f32'))} | "
                       f"{torch_ms.get((m['model'], b, 'compile', 'f32'))} | "
                       f"{tc[0].get('first_call_s') if tc else None} | {ok} |")
+
+
+def cost_model_check(args, merged):
+    """Predicted (predictions.json) against measured (the generic build's per-stage times, summed
+    per kernel through plan.json) time per kernel, at batch 1 and 64; the error per kernel class."""
+    rows = []
+    for part in merged["parts"]:
+        for m in part["models"]:
+            tree = os.path.join(args.trees, m["model"])
+            try:
+                with open(os.path.join(tree, "plan.json")) as f:
+                    plan = json.load(f)
+                with open(os.path.join(tree, "predictions.json")) as f:
+                    pred = {k["name"]: k for k in json.load(f)["kernels"]}
+            except OSError:
+                continue
+            for b in (1, 64):
+                r = m.get(f"b{b}")
+                if not isinstance(r, dict) or "stage_ms" not in r["generic"]:
+                    continue
+                stage_ms = r["generic"]["stage_ms"]
+                for k in plan["kernels"]:
+                    measured = sum(stage_ms[s["index"]] for s in k["stages"] if s["index"] < len(stage_ms))
+                    p = pred.get(k["name"], {}).get("predicted_ms", {}).get(str(b))
+                    if p is None or measured <= 0:
+                        continue
+                    kinds = sorted({s["kind"] for s in k["stages"]})
+                    rows.append({"model": m["model"], "batch": b, "kernel": k["name"],
+                                 "class": "+".join(kinds), "predicted_ms": p, "measured_ms": measured,
+                                 "error": (p - measured) / measured})
+    by_class = {}
+    for row in rows:
+        by_class.setdefault(row["class"], []).append(abs(row["error"]))
+    summary = {c: {"kernels": len(e), "mean_abs_error": sum(e) / len(e)} for c, e in by_class.items()}
+    return {"kernels": rows, "by_class": summary,
+            "refit_needed": [c for c, s in summary.items() if s["mean_abs_error"] > 0.25]}
 
 
 def main():
