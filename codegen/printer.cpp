@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -165,7 +166,11 @@ class Writer {
       idx[0] = fresh("i");
       line(fmt::format("const int64_t {} = {};", idx[0], r));
     }
-    line(fmt::format("(void){};", r));
+    // A body need not read every coordinate (a broadcast operand skips some).
+    std::string unused = fmt::format("(void){};", r);
+    for (const std::string& v : idx)
+      if (v != "0") unused += fmt::format(" (void){};", v);
+    line(unused);
     return idx;
   }
   Index decompose_value(const std::string& lin, ValueId v) {
@@ -203,6 +208,15 @@ class Writer {
   std::string body_matmul_rows(const Stage& s);
   std::string body_conv(const Stage& s);
   std::string body_conv_rows(const Stage& s);
+  // CUDA: MatMul and Gemm as one cuBLAS call (strided-batched) where the operands are f32 and
+  // their batch dims either match the output's or broadcast whole; the host code, or "".
+  std::string cublas_call(const Stage& s, size_t index);
+  std::string body_gemm_epilogue(const Stage& s);
+
+ public:
+  bool uses_cublas = false;
+
+ private:
   std::string body_pool(const Stage& s);
 };
 
@@ -949,6 +963,63 @@ std::string Writer::body_pool(const Stage& s) {
   return numel(out);
 }
 
+std::string Writer::cublas_call(const Stage& s, size_t index) {
+  const ir::Node& n = g_.node(s.node);
+  Contraction c = contraction(g_, n);
+  ValueId out = s.output;
+  for (ValueId v : {c.a, c.b, out})
+    if (type(v).dtype != DType::f32) return "";
+  size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
+  if (ra < 2 || rb < 2) return "";
+  std::string M = dim(out, ro - 2), N = dim(out, ro - 1);
+  std::string K = c.gemm ? dim(c.a, c.trans_a ? 0 : 1) : dim(c.a, ra - 1);
+  // Batch: every batch dim of an operand equals the output's, or the operand has none that is
+  // not 1 (it is shared by the whole batch, stride 0).
+  std::string batch = "1";
+  for (size_t k = 0; k + 2 < ro; ++k) batch = imul(batch, dim(out, k));
+  auto stride_of = [&](ValueId v, const std::string& matrix) -> std::optional<std::string> {
+    size_t r = rank(v), off = ro - r;
+    bool all_one = true, all_equal = true;
+    for (size_t k = 0; k + 2 < r; ++k) {
+      all_one = all_one && dim_is_one(v, k);
+      all_equal = all_equal && type(v).shape[k] == type(out).shape[off + k];
+    }
+    if (all_one) return std::string("0");
+    if (all_equal && r == ro) return matrix;
+    return std::nullopt;
+  };
+  auto sa = stride_of(c.a, imul(M, K)), sb = stride_of(c.b, imul(K, N));
+  if (!sa || !sb) return "";
+  // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first.
+  std::string op_b = c.trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N";
+  std::string op_a = c.trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N";
+  std::string ldb = c.trans_b ? K : N, lda = c.trans_a ? M : K;
+  std::string pa = ptr(c.a), pb = ptr(c.b), po = ptr(out);
+  used_.clear();
+  return fmt::format(
+      "  {{  // stage {}: {} '{}' as cuBLAS SGEMM (strided batched)\n"
+      "    if (prof) cudaEventRecord(prof[{}], st);\n"
+      "    const float alpha = {}, beta = 0.0f;\n"
+      "    const int64_t m = {}, n = {}, k = {}, batch = {};\n"
+      "    if (m > 0 && n > 0 && batch > 0 &&\n"
+      "        cublasSgemmStridedBatched(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, &alpha, {}, "
+      "(int)({}), (long long)({}), {}, (int)({}), (long long)({}), &beta, {}, (int)n, (long long)(m * n), "
+      "(int)batch) != CUBLAS_STATUS_SUCCESS)\n"
+      "      return -1;\n  }}\n",
+      index, n.op_type, g_.value(out).name, index, literal(c.alpha, "float"), M, N, K, batch, op_b,
+      op_a, pb, ldb, *sb, pa, lda, *sa, po);
+}
+
+std::string Writer::body_gemm_epilogue(const Stage& s) {
+  Contraction c = contraction(g_, g_.node(s.node));
+  ValueId out = s.output;
+  Index idx = decompose_value("i", out);
+  std::string cv = elem(c.c, broadcast_index(c.c, idx));
+  line(fmt::format("{}[i] = {}[i] + {} * (float){};", ptr(out), ptr(out), literal(c.beta, "float"),
+                   cv));
+  return numel(out);
+}
+
 void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const Stage& s = plan_.stages[index];
   out_.clear();
@@ -959,6 +1030,16 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   depth_ = 2;
   std::string items;
   bool rows_form = false;
+  std::string library;
+  if (target_ == Target::Cuda && (s.kind == StageKind::MatMul || s.kind == StageKind::Gemm))
+    library = cublas_call(s, index);
+  if (!library.empty()) {
+    uses_cublas = true;
+    calls += library;
+    Contraction c = contraction(g_, g_.node(s.node));
+    if (c.c == ir::kNoValue || c.beta == 0) return;
+    items = body_gemm_epilogue(s);  // out += beta * C, a kernel after the library call
+  } else {
   switch (s.kind) {
     case StageKind::Pointwise:
       items = body_pointwise(s);
@@ -991,6 +1072,7 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     case StageKind::Pool:
       items = body_pool(s);
       break;
+  }
   }
   std::string body = std::move(out_);
   used_.insert(s.output);
@@ -1032,9 +1114,10 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
         "       i += (int64_t)gridDim.x * blockDim.x) {\n" +
         body + "  }\n}\n\n";
     calls += fmt::format(
-        "  {{\n    if (prof) cudaEventRecord(prof[{}], st);\n    const int64_t n = {};\n"
+        "  {{\n    {}const int64_t n = {};\n"
         "    if (n > 0) {}<<<eqf_grid(n), 256, 0, st>>>({});\n  }}\n",
-        index, items, name, args);
+        library.empty() ? fmt::format("if (prof) cudaEventRecord(prof[{}], st);\n    ", index) : "",
+        items, name, args);
   }
 }
 
@@ -1181,6 +1264,10 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
   Writer w(plan, target);
   std::string functions, calls;
   for (size_t i = 0; i < plan.stages.size(); ++i) w.stage(i, functions, calls);
+  if (w.uses_cublas)
+    text += "#include <cublas_v2.h>\n\n// One cuBLAS handle per process, on the run's stream.\n"
+            "static cublasHandle_t eqf_cublas(cudaStream_t st) {\n  static cublasHandle_t h = 0;\n"
+            "  if (!h) cublasCreate(&h);\n  cublasSetStream(h, st);\n  return h;\n}\n\n";
   text += functions;
 
   std::string dims;

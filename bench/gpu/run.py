@@ -42,7 +42,7 @@ def sh(cmd, cwd=None, timeout=240):
 def build(nvcc, arch, tree):
     """nvcc builds the tree's library and bench; returns seconds of the kernels' build or None."""
     rc, _, err, secs = sh([nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-shared", "-Xcompiler",
-                           "-fPIC", "-o", "libeqfuse_model.so", "kernels.cu"], cwd=tree)
+                           "-fPIC", "-o", "libeqfuse_model.so", "kernels.cu", "-lcublas"], cwd=tree)
     if rc != 0:
         print(f"nvcc failed in {tree}:\n{err[-2000:]}", file=sys.stderr)
         return None
