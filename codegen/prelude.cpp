@@ -91,6 +91,25 @@ EQF_FN int64_t eqf_convert(float x, int64_t*) {
 template <typename To, typename From> EQF_FN To eqf_store(From x) {
   return eqf_convert(x, (To*)0);
 }
+#if defined(__CUDACC__)
+// Warp-wide combines for row reductions (every lane gets the result).
+__device__ __forceinline__ float eqf_warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ double eqf_warp_sum(double v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float eqf_warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = eqf_max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ double eqf_warp_max(double v) {
+  for (int o = 16; o > 0; o >>= 1) v = eqf_max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+#endif
 )eqf";
 }
 

@@ -190,6 +190,17 @@ class Writer {
     return out;
   }
 
+  // Row loops of Softmax and LayerNorm: serial on the CPU; on CUDA a warp takes a row, its
+  // lanes stride along it and combine their partial results with shuffles.
+  bool warp_rows_ = false;
+  std::string row_loop(const std::string& j, const std::string& extent) const {
+    return warp_rows_ ? fmt::format("for (int64_t {} = lane; {} < {}; {} += 32)", j, j, extent, j)
+                      : fmt::format("for (int64_t {} = 0; {} < {}; ++{})", j, j, extent, j);
+  }
+  void row_combine(const char* how, const std::string& var) {
+    if (warp_rows_) line(fmt::format("{} = eqf_warp_{}({});", var, how, var));
+  }
+
   std::string elem(ValueId v, const Index& idx);
   std::string compute(const ir::Node& n, const Index& idx);
   std::string scalar(const ir::Node& n, const Index& idx);
@@ -579,15 +590,17 @@ std::string Writer::body_softmax(const Stage& s) {
   for (size_t k = 0, o = 0; k < r; ++k) idx.push_back(k == a ? j : rest[o++]);
   std::string ct = compute_type({type(out).dtype});
   std::string m = fresh("m"), sum = fresh("s");
-  std::string loop = fmt::format("for (int64_t {} = 0; {} < {}; ++{})", j, j, dim(in, a), j);
+  std::string loop = row_loop(j, dim(in, a));
   line(fmt::format("{} {} = ({})(-INFINITY);", ct, m, ct));
   open(loop);
   line(fmt::format("{} = eqf_max({}, ({}){});", m, m, ct, elem(in, idx)));
   close();
+  row_combine("max", m);
   line(fmt::format("{} {} = 0;", ct, sum));
   open(loop);
   line(fmt::format("{} += eqf_exp(({}){} - {});", sum, ct, elem(in, idx), m));
   close();
+  row_combine("sum", sum);
   bool log = n.op_type == "LogSoftmax";
   if (!log)
     line(fmt::format("const {} inv_{} = ({})1 / {};", ct, sum, ct, sum));
@@ -622,7 +635,7 @@ std::string Writer::body_layernorm(const Stage& s) {
   Index head = decompose("i", lead, lead_one);
   std::string ct = compute_type({type(out).dtype});
   std::string j = fresh("j"), mean = fresh("mean"), var = fresh("var");
-  std::string loop = fmt::format("for (int64_t {} = 0; {} < {}; ++{})", j, j, cols, j);
+  std::string loop = row_loop(j, cols);
   auto row_index = [&]() {
     Index tail = decompose(j, trail, trail_one);
     Index idx = head;
@@ -633,6 +646,7 @@ std::string Writer::body_layernorm(const Stage& s) {
   open(loop);
   line(fmt::format("{} += ({}){};", mean, ct, elem(in, row_index().first)));
   close();
+  row_combine("sum", mean);
   line(fmt::format("{} /= ({})({});", mean, ct, cols));
   line(fmt::format("{} {} = 0;", ct, var));
   open(loop);
@@ -642,6 +656,7 @@ std::string Writer::body_layernorm(const Stage& s) {
     line(fmt::format("{} += {} * {};", var, d, d));
   }
   close();
+  row_combine("sum", var);
   std::string inv = fresh("inv");
   line(fmt::format("const {} {} = ({})1 / eqf_sqrt({} / ({})({}) + {});", ct, inv, ct, var, ct,
                    cols, literal(eps, ct)));
@@ -1002,8 +1017,10 @@ std::string Writer::cublas_call(const Stage& s, size_t index) {
       "    const float alpha = {}, beta = 0.0f;\n"
       "    const int64_t m = {}, n = {}, k = {}, batch = {};\n"
       "    if (m > 0 && n > 0 && batch > 0 &&\n"
-      "        cublasSgemmStridedBatched(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, &alpha, {}, "
-      "(int)({}), (long long)({}), {}, (int)({}), (long long)({}), &beta, {}, (int)n, (long long)(m * n), "
+      "        cublasSgemmStridedBatched(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, &alpha, "
+      "{}, "
+      "(int)({}), (long long)({}), {}, (int)({}), (long long)({}), &beta, {}, (int)n, (long "
+      "long)(m * n), "
       "(int)batch) != CUBLAS_STATUS_SUCCESS)\n"
       "      return -1;\n  }}\n",
       index, n.op_type, g_.value(out).name, index, literal(c.alpha, "float"), M, N, K, batch, op_b,
@@ -1030,6 +1047,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   depth_ = 2;
   std::string items;
   bool rows_form = false;
+  warp_rows_ =
+      target_ == Target::Cuda && (s.kind == StageKind::Softmax || s.kind == StageKind::LayerNorm);
   std::string library;
   if (target_ == Target::Cuda && (s.kind == StageKind::MatMul || s.kind == StageKind::Gemm))
     library = cublas_call(s, index);
@@ -1040,39 +1059,39 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     if (c.c == ir::kNoValue || c.beta == 0) return;
     items = body_gemm_epilogue(s);  // out += beta * C, a kernel after the library call
   } else {
-  switch (s.kind) {
-    case StageKind::Pointwise:
-      items = body_pointwise(s);
-      break;
-    case StageKind::Reduce:
-      items = body_reduce(s);
-      break;
-    case StageKind::Softmax:
-      items = body_softmax(s);
-      break;
-    case StageKind::LayerNorm:
-      items = body_layernorm(s);
-      break;
-    case StageKind::MatMul:
-    case StageKind::Gemm: {
-      const ir::Node& n = g_.node(s.node);
-      rows_form = target_ == Target::Cpu &&
-                  (s.kind == StageKind::Gemm || (rank(n.inputs[0]) >= 2 && rank(n.inputs[1]) >= 2));
-      items = rows_form ? body_matmul_rows(s) : body_matmul_element(s);
-      break;
+    switch (s.kind) {
+      case StageKind::Pointwise:
+        items = body_pointwise(s);
+        break;
+      case StageKind::Reduce:
+        items = body_reduce(s);
+        break;
+      case StageKind::Softmax:
+        items = body_softmax(s);
+        break;
+      case StageKind::LayerNorm:
+        items = body_layernorm(s);
+        break;
+      case StageKind::MatMul:
+      case StageKind::Gemm: {
+        const ir::Node& n = g_.node(s.node);
+        rows_form = target_ == Target::Cpu && (s.kind == StageKind::Gemm ||
+                                               (rank(n.inputs[0]) >= 2 && rank(n.inputs[1]) >= 2));
+        items = rows_form ? body_matmul_rows(s) : body_matmul_element(s);
+        break;
+      }
+      case StageKind::Conv: {
+        const ir::Node& n = g_.node(s.node);
+        const auto& ws = type(n.inputs[1]).shape;
+        rows_form = target_ == Target::Cpu && rank(n.inputs[0]) == 4 && ws[2].is_static() &&
+                    ws[3].is_static();
+        items = rows_form ? body_conv_rows(s) : body_conv(s);
+        break;
+      }
+      case StageKind::Pool:
+        items = body_pool(s);
+        break;
     }
-    case StageKind::Conv: {
-      const ir::Node& n = g_.node(s.node);
-      const auto& ws = type(n.inputs[1]).shape;
-      rows_form = target_ == Target::Cpu && rank(n.inputs[0]) == 4 && ws[2].is_static() &&
-                  ws[3].is_static();
-      items = rows_form ? body_conv_rows(s) : body_conv(s);
-      break;
-    }
-    case StageKind::Pool:
-      items = body_pool(s);
-      break;
-  }
   }
   std::string body = std::move(out_);
   used_.insert(s.output);
@@ -1109,15 +1128,22 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   } else {
     functions += head + fmt::format("__global__ void {}({}) {{\n{}  const int64_t n = {};\n", name,
                                     sig, dims, items);
-    functions +=
-        "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
-        "       i += (int64_t)gridDim.x * blockDim.x) {\n" +
-        body + "  }\n}\n\n";
+    if (warp_rows_)  // a warp per item; the loop bound is the same for the warp's 32 lanes
+      functions +=
+          "  const int lane = threadIdx.x & 31;\n"
+          "  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; i < n;\n"
+          "       i += (int64_t)gridDim.x * blockDim.x / 32) {\n" +
+          body + "  }\n}\n\n";
+    else
+      functions +=
+          "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
+          "       i += (int64_t)gridDim.x * blockDim.x) {\n" +
+          body + "  }\n}\n\n";
     calls += fmt::format(
         "  {{\n    {}const int64_t n = {};\n"
-        "    if (n > 0) {}<<<eqf_grid(n), 256, 0, st>>>({});\n  }}\n",
+        "    if (n > 0) {}<<<eqf_grid(n * {}), 256, 0, st>>>({});\n  }}\n",
         library.empty() ? fmt::format("if (prof) cudaEventRecord(prof[{}], st);\n    ", index) : "",
-        items, name, args);
+        items, name, warp_rows_ ? 32 : 1, args);
   }
 }
 
@@ -1265,9 +1291,10 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
   std::string functions, calls;
   for (size_t i = 0; i < plan.stages.size(); ++i) w.stage(i, functions, calls);
   if (w.uses_cublas)
-    text += "#include <cublas_v2.h>\n\n// One cuBLAS handle per process, on the run's stream.\n"
-            "static cublasHandle_t eqf_cublas(cudaStream_t st) {\n  static cublasHandle_t h = 0;\n"
-            "  if (!h) cublasCreate(&h);\n  cublasSetStream(h, st);\n  return h;\n}\n\n";
+    text +=
+        "#include <cublas_v2.h>\n\n// One cuBLAS handle per process, on the run's stream.\n"
+        "static cublasHandle_t eqf_cublas(cudaStream_t st) {\n  static cublasHandle_t h = 0;\n"
+        "  if (!h) cublasCreate(&h);\n  cublasSetStream(h, st);\n  return h;\n}\n\n";
   text += functions;
 
   std::string dims;

@@ -8,10 +8,15 @@
 //   --------------------|--------------------------------------|------------------------------
 //   function prefix     | static                               | __global__ (+ a host launch)
 //   the item loop       | for over items, OpenMP parallel      | grid-stride loop over threads
-//   a row reduction     | one item per row, serial inner loop  | the same (no warp reduction yet)
-//   MatMul / Gemm       | one item per output row, an inner    | one thread per output element
-//                       | loop over columns that vectorizes    |
-//   math functions      | <cmath>                              | CUDA's device math
+//   Softmax, LayerNorm  | one item per row, serial row loops   | a warp per row, lanes stride
+//                       |                                      | the row, shuffles combine
+//   MatMul / Gemm       | one item per output row, an inner    | one cuBLAS strided-batched
+//                       | loop over columns that vectorizes    | SGEMM (f32, batch dims equal
+//                       |                                      | or broadcast whole), else one
+//                       |                                      | thread per output element
+//   2-D Conv            | one item per output row, taps along  | one thread per output element
+//                       | the row                              |
+//   math functions      | <math.h>                             | CUDA's device math
 //
 // Everything outside that table is checked on every CI run by running the C++ twin against the
 // interpreter; the CUDA-only part is checked by building with nvcc and by GPU runs.
