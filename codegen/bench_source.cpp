@@ -12,7 +12,8 @@ std::string bench_source_text() {
 // Without weights.bin (a structure-only model, or weights too large to send) the weights are
 // drawn from --seed; --write-outputs writes the inputs and outputs of the run as a test-data
 // set, so another build (the GPU's) can be checked against this one at the same seed.
-// Prints one JSON document. Exit 0 ok, 1 a mismatch, 2 bad usage or input.
+// Prints one JSON document ("match" is null when there were no expected outputs to compare).
+// Exit 0 ok, 1 a mismatch, 2 bad usage or input.
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -363,7 +364,7 @@ int main(int argc, char** argv) {
               "\"runs\": %d, \"stage_ms\": [%s], \"checked\": [%s], \"match\": %s}\n",
               target, dims_json.c_str(), seeded_weights ? "true" : "false", (long long)arena_bytes,
               first_ms, mean_ms, min_ms, graph_ms, runs, stages_json.c_str(), checks.c_str(),
-              all_match ? "true" : "false");
+              expected.empty() ? "null" : all_match ? "true" : "false");
   return all_match ? 0 : 1;
 }
 )eqf";

@@ -64,24 +64,18 @@ BufferPlan plan_buffers(const std::vector<Lifetime>& values) {
 std::optional<std::string> check_buffer_plan(const BufferPlan& plan,
                                              const std::vector<Lifetime>& values,
                                              const std::map<std::string, int64_t>& dims) {
-  auto eval = [&](const ir::SymInt& x, const std::string& what) -> std::optional<int64_t> {
-    auto v = x.evaluate(dims);
-    if (!v) return std::nullopt;
-    (void)what;
-    return v;
-  };
   if (plan.slot_of.size() != values.size()) return "the plan has a different number of values";
   size_t n = plan.slot_bytes.size();
   if (plan.slot_offset.size() != n) return "slot offsets and sizes disagree";
   std::vector<int64_t> off(n), size(n);
   for (size_t s = 0; s < n; ++s) {
-    auto o = eval(plan.slot_offset[s], "offset"), b = eval(plan.slot_bytes[s], "size");
+    auto o = plan.slot_offset[s].evaluate(dims), b = plan.slot_bytes[s].evaluate(dims);
     if (!o || !b) return fmt::format("slot {} has a size the dims do not fix", s);
     off[s] = *o;
     size[s] = *b;
     if (off[s] % kBufferAlignment != 0) return fmt::format("slot {} is not aligned", s);
   }
-  auto total = eval(plan.total, "total");
+  auto total = plan.total.evaluate(dims);
   if (!total) return std::string("the arena size is not fixed by the dims");
   for (size_t s = 0; s < n; ++s) {
     if (off[s] < 0 || off[s] + size[s] > *total)
@@ -93,7 +87,7 @@ std::optional<std::string> check_buffer_plan(const BufferPlan& plan,
   for (size_t v = 0; v < values.size(); ++v) {
     size_t s = plan.slot_of[v];
     if (s >= n) return fmt::format("value {} has no slot", v);
-    auto b = eval(values[v].bytes, "value");
+    auto b = values[v].bytes.evaluate(dims);
     if (!b) return fmt::format("value {} has a size the dims do not fix", v);
     if (*b > size[s])
       return fmt::format("value {} ({} bytes) overflows slot {} ({} bytes)", v, *b, s, size[s]);

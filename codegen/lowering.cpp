@@ -58,8 +58,4 @@ std::vector<size_t> contiguous_inputs(const ir::Node& n) {
   return {};
 }
 
-bool lowering_reads_output(const ir::Node&, size_t) {
-  return false;
-}
-
 }  // namespace eqfuse::codegen

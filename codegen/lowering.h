@@ -19,8 +19,4 @@ StageKind stage_kind(const ir::Node& node);
 std::vector<size_t> data_inputs(const ir::Node& node);
 // The inputs a stage reads as contiguous buffers (contraction operands).
 std::vector<size_t> contiguous_inputs(const ir::Node& node);
-// Whether output k > 0 of the node can be read (none can today: LayerNormalization's mean,
-// MaxPool's indices and Dropout's mask are not generated).
-bool lowering_reads_output(const ir::Node& node, size_t output);
-
 }  // namespace eqfuse::codegen

@@ -111,9 +111,10 @@ KernelPlan make_plan(const ir::Graph& input_graph) {
     if (!needed) continue;
     live[i] = true;
     if (n.is_opaque()) unsupported(n, "an opaque op has no kernel");
+    // Stages write a node's first output only (LayerNormalization's mean, MaxPool's indices
+    // and Dropout's mask are not generated).
     for (size_t k = 1; k < n.outputs.size(); ++k)
-      if (read[n.outputs[k]] && !lowering_reads_output(n, k))
-        unsupported(n, fmt::format("output {} is not generated", k));
+      if (read[n.outputs[k]]) unsupported(n, fmt::format("output {} is not generated", k));
     for (size_t k : data_inputs(n))
       if (k < n.inputs.size() && n.inputs[k] != ir::kNoValue) read[n.inputs[k]] = true;
   }
@@ -359,25 +360,11 @@ void make_batch_dynamic(ir::Graph& graph, const std::string& name) {
     ir::TensorType& t = graph.value(v).type;
     if (t.shape.has_rank() && t.shape.rank() > 0) t.shape[0] = ir::Dim::symbol(name);
   }
-  for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    const ir::Node& n = graph.node(NodeId(i));
-    if (n.is_opaque())
-      throw Error(
-          fmt::format("--dynamic-batch: {} '{}' is opaque, its output types cannot follow "
-                      "the batch",
-                      n.op_type, n.name));
-    std::vector<ir::TensorType> types;
-    try {
-      types = ir::infer_output_types(graph, n);
-    } catch (const Error& e) {
-      throw Error(fmt::format("--dynamic-batch: the model fixes its batch size: {}", e.what()));
-    }
-    for (size_t k = 0; k < types.size() && k < n.outputs.size(); ++k)
-      graph.value(n.outputs[k]).type = types[k];
-    if (types.size() == 1)
-      if (auto sym = ir::infer_shape_value(graph, graph.node(NodeId(i)), types[0]))
-        graph.value(n.outputs[0]).sym_value =
-            std::make_shared<const std::vector<ir::SymInt>>(std::move(*sym));
+  try {
+    ir::refine_types(graph, /*strict=*/true);
+  } catch (const Error& e) {
+    throw Error(
+        fmt::format("--dynamic-batch: the types cannot follow a run-time batch: {}", e.what()));
   }
   for (ir::ValueId v : graph.outputs()) {
     const ir::TensorType& t = graph.value(v).type;

@@ -831,7 +831,6 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     line(fmt::format("c[n] = {};", v));
     close();
   }
-  (void)rb;
   return rows;
 }
 

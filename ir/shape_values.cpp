@@ -191,19 +191,22 @@ size_t known_dims(const TensorType& t) {
 
 }  // namespace
 
-void refine_types(Graph& graph) {
+void refine_types(Graph& graph, bool strict) {
   for (size_t i = 0; i < graph.nodes().size(); ++i) {
     const Node& n = graph.node(NodeId(i));
+    if (strict && n.is_opaque())
+      throw Error(n.op_type + " '" + n.name + "' is opaque: its output types cannot be inferred");
     if (n.is_opaque() || !n.subgraphs.empty()) continue;
     std::vector<TensorType> types;
     try {
       types = infer_output_types(graph, n);
     } catch (const Error&) {
+      if (strict) throw;
       continue;  // keep the types the graph has
     }
     for (size_t k = 0; k < types.size() && k < n.outputs.size(); ++k) {
       Value& v = graph.value(n.outputs[k]);
-      if (known_dims(types[k]) >= known_dims(v.type) && types[k].dtype == v.type.dtype)
+      if (strict || (known_dims(types[k]) >= known_dims(v.type) && types[k].dtype == v.type.dtype))
         v.type = types[k];
     }
     if (types.size() == 1)

@@ -24,10 +24,12 @@ std::optional<std::vector<SymInt>> infer_shape_value(const OpContext& ctx, const
 std::optional<std::vector<SymInt>> infer_shape_value(const Graph& graph, const Node& node,
                                                      const TensorType& out);
 
-// Re-infers, in node order, every node's output types and shape values, keeping a value's type
-// where inference knows less. After kernels are expanded (their bodies carry no shapes) this
-// gives the body's intermediates the symbolic shapes that follow from the graph inputs.
-void refine_types(Graph& graph);
+// Re-infers, in node order, every node's output types and shape values. After kernels are
+// expanded (their bodies carry no shapes) this gives the body's intermediates the symbolic
+// shapes that follow from the graph inputs. By default a value keeps its type where inference
+// fails or knows less; `strict` (after the inputs' types changed) replaces every type and
+// throws the inference Error, or one naming an opaque node, instead.
+void refine_types(Graph& graph, bool strict = false);
 
 // Integer elements when every element is a constant.
 std::optional<std::vector<int64_t>> constant_elements(const std::vector<SymInt>& values);

@@ -38,26 +38,21 @@ struct CompileArgs {
 // bound to that size), so a GPU run's per-stage times (bench/gpu/run.py) check the model.
 void write_predictions(const ir::Graph& graph, const codegen::KernelPlan& plan,
                        const std::string& device, const fs::path& file) {
-  nlohmann::json kernels = nlohmann::json::array();
-  std::vector<std::unique_ptr<cost::CostModel>> models;
   const std::vector<int64_t> sizes = {1, 64};
+  std::vector<cost::GraphCost> costs;
   for (int64_t b : sizes) {
     cost::CostOptions o;
     for (const std::string& d : plan.dims) o.dim_bindings[d] = b;
-    models.push_back(std::make_unique<cost::CostModel>(cost::DeviceProfile::load(device), o));
+    costs.push_back(cost::CostModel(cost::DeviceProfile::load(device), o).graph_cost(graph));
   }
-  for (const ir::Node& n : graph.nodes()) {
-    nlohmann::json k = {{"name", graph.value(n.outputs[0]).name}, {"op", n.op_type}};
+  nlohmann::json kernels = nlohmann::json::array();
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {  // graph_cost lists nodes in graph order
+    const ir::Node& n = graph.nodes()[i];
     nlohmann::json ms = nlohmann::json::object();
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      try {
-        ms[std::to_string(sizes[i])] = models[i]->node_cost(graph, n).ms();
-      } catch (const Error&) {
-        ms[std::to_string(sizes[i])] = nullptr;
-      }
-    }
-    k["predicted_ms"] = ms;
-    kernels.push_back(std::move(k));
+    for (size_t k = 0; k < sizes.size(); ++k)
+      ms[std::to_string(sizes[k])] = costs[k].nodes[i].cost.ms();
+    kernels.push_back(
+        {{"name", graph.value(n.outputs[0]).name}, {"op", n.op_type}, {"predicted_ms", ms}});
   }
   std::ofstream out(file);
   out << nlohmann::json{{"device", device}, {"kernels", kernels}}.dump(1) << "\n";

@@ -267,7 +267,8 @@ def merge(args):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for part in merged["parts"]:
         for m in part["models"]:
-            ok = all(c["match"] for c in m.get("checks", [])) if m.get("checks") else None
+            matches = [c["match"] for c in m.get("checks", [])]
+            ok = None if not matches or None in matches else all(matches)
             for b in (1, m["large_batch"]):
                 r = m.get(f"b{b}")
                 if not isinstance(r, dict):
