@@ -43,6 +43,28 @@ bool is_default_domain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
 }
 
+// libonnx 1.13's shape inference divides by some attributes without checking them (a Conv with
+// a zero stride raised SIGFPE in convPoolShapeInference). A graph, or any subgraph, with one
+// that is not positive skips ONNX's inference; the op table's own shape rule then names the node.
+bool has_unchecked_divisor(const onnx::GraphProto& graph) {
+  for (const auto& n : graph.node()) {
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape" ||
+          a.name() == "blocksize") {
+        if (a.has_i() && a.i() <= 0) return true;
+        for (int64_t v : a.ints()) {
+          if (v <= 0) return true;
+        }
+      }
+      if (a.has_g() && has_unchecked_divisor(a.g())) return true;
+      for (const auto& g : a.graphs()) {
+        if (has_unchecked_divisor(g)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 bool is_random_op(const std::string& op) {
   return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" ||
          op == "RandomUniformLike" || op == "Multinomial" || op == "Bernoulli";
@@ -598,28 +620,30 @@ Graph Importer::run(onnx::ModelProto& model) {
 
   // ONNX's own inference trusts its input: libonnx 1.13 crashes on a node that reads a name
   // nothing defined before it, on a Scan without its body, and in data propagation on a tensor
-  // whose bytes are short. So it runs only on a graph in
-  // topological order that onnx::checker accepts; eqfuse's own import reports what is wrong
-  // with the others (naming the node), or loads them without ONNX's hints.
-  bool sorted = true;
-  {
+  // whose bytes are short, and divides by a zero stride. So it runs only on a graph in
+  // topological order that onnx::checker accepts and whose divisors are positive; eqfuse's own
+  // import reports what is wrong with the others (naming the node), or loads them without ONNX's
+  // hints.
+  bool onnx_may_infer = !has_unchecked_divisor(graph);
+  if (onnx_may_infer) {
     std::unordered_set<std::string> defined;
     for (const auto& v : graph.input()) defined.insert(v.name());
     for (const auto& t : graph.initializer()) defined.insert(t.name());
     for (const auto& n : graph.node()) {
-      for (const auto& in : n.input()) sorted = sorted && (in.empty() || defined.count(in));
+      for (const auto& in : n.input())
+        onnx_may_infer = onnx_may_infer && (in.empty() || defined.count(in));
       for (const auto& out : n.output()) defined.insert(out);
     }
   }
-  if (sorted) {
+  if (onnx_may_infer) {
     try {
       onnx::checker::check_model(model);
     } catch (const std::exception&) {
-      sorted = false;
+      onnx_may_infer = false;
     }
   }
   // ONNX's own inference first; its findings are hints for opaque ops (ours wins elsewhere).
-  if (sorted) {
+  if (onnx_may_infer) {
     try {
       // No data propagation: eqfuse follows shape computations itself (ir/shape_values.h), and
       // libonnx's propagation reads initializers' bytes unchecked (a short raw_data crashed it).
