@@ -366,6 +366,26 @@ void make_batch_dynamic(ir::Graph& graph, const std::string& name) {
     throw Error(
         fmt::format("--dynamic-batch: the types cannot follow a run-time batch: {}", e.what()));
   }
+  // Inference admits a Reshape whose element counts agree at some batch only (it is valid at
+  // the batch the model was exported with); one build for every batch needs them equal at all.
+  auto numel = [](const ir::Shape& s) {
+    ir::SymInt n(1);
+    for (const ir::Dim& d : s.dims()) n = n * d.sym();
+    return n;
+  };
+  for (const ir::Node& n : graph.nodes()) {
+    if (n.op_type != "Reshape") continue;
+    const ir::TensorType& in = graph.value(n.inputs[0]).type;
+    const ir::TensorType& out = graph.value(n.outputs[0]).type;
+    if (!in.shape.has_rank() || !out.shape.has_rank()) continue;
+    ir::SymInt in_n = numel(in.shape), out_n = numel(out.shape);
+    if (!in_n.is_known() || !out_n.is_known()) continue;
+    if ((in_n - out_n).constant() != std::optional<int64_t>(0))
+      throw Error(fmt::format(
+          "--dynamic-batch: Reshape '{}' turns {} into {}, which holds at one batch size only: "
+          "the model fixes its batch in a constant shape (export it with a dynamic batch axis)",
+          n.name, in.str(), out.str()));
+  }
   for (ir::ValueId v : graph.outputs()) {
     const ir::TensorType& t = graph.value(v).type;
     if (!t.shape.has_rank() || t.shape.rank() == 0 || t.shape[0].symbol_name() != name)

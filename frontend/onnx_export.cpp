@@ -31,7 +31,7 @@ class Exporter {
 
  private:
   void add_weight(ValueId id);
-  void add_node(const ir::Node& node);
+  void add_node(const ir::Node& node, const std::string& name);
   std::string constant_input(const std::string& base, ir::Tensor value);
   std::string kernel_function(const ir::Node& node);
 
@@ -40,7 +40,6 @@ class Exporter {
   onnx::ModelProto model_;
   onnx::GraphProto* graph_ = nullptr;
   std::unordered_set<std::string> used_names_;
-  std::unordered_set<std::string> node_names_;    // ONNX wants node names unique (or empty)
   std::map<std::string, std::string> functions_;  // kernel body -> its function's name
 };
 
@@ -146,15 +145,9 @@ void Exporter::add_weight(ValueId id) {
   if (ext.length) add("length", std::to_string(*ext.length));
 }
 
-void Exporter::add_node(const ir::Node& node) {
+void Exporter::add_node(const ir::Node& node, const std::string& name) {
   onnx::NodeProto& out = *graph_->add_node();
-  // Rewritten graphs can repeat a name (two Adds built by rules are both "Add"): keep the first,
-  // number the others.
-  std::string node_name = node.name;
-  for (int k = 1; !node_name.empty() && node_names_.count(node_name); ++k)
-    node_name = fmt::format("{}_{}", node.name, k);
-  node_names_.insert(node_name);
-  out.set_name(node_name);
+  out.set_name(name);
   NameOf name_of = [&](ValueId v) { return g_.value(v).name; };
   if (node.op_type == ir::kKernelOp && node.domain.empty()) {
     out.set_op_type(kernel_function(node));
@@ -270,7 +263,9 @@ onnx::ModelProto Exporter::run() {
   for (ValueId id = 0; id < g_.values().size(); ++id) {
     if (g_.value(id).is_weight() && used.count(id)) add_weight(id);
   }
-  for (const ir::Node& node : g_.nodes()) add_node(node);
+  // ONNX wants node names unique (or empty).
+  std::vector<std::string> node_names = g_.unique_node_names();
+  for (ir::NodeId n = 0; n < g_.nodes().size(); ++n) add_node(g_.node(n), node_names[n]);
   std::unordered_set<ValueId> outputs(g_.outputs().begin(), g_.outputs().end());
   for (ValueId out : g_.outputs()) {
     onnx::ValueInfoProto& vi = *graph_->add_output();

@@ -1,5 +1,7 @@
 #include "ir/graph.h"
 
+#include <unordered_set>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -99,6 +101,18 @@ std::string Graph::unique_name(const std::string& base) const {
     std::string candidate = fmt::format("{}_{}", base, k);
     if (!by_name_.count(candidate)) return candidate;
   }
+}
+
+std::vector<std::string> Graph::unique_node_names() const {
+  std::vector<std::string> names;
+  std::unordered_set<std::string> used;
+  for (const Node& n : nodes_) {
+    std::string name = n.name;
+    for (int k = 1; !name.empty() && used.count(name); ++k) name = fmt::format("{}_{}", n.name, k);
+    used.insert(name);
+    names.push_back(std::move(name));
+  }
+  return names;
 }
 
 std::shared_ptr<const Tensor> Graph::weight_data(ValueId id) const {

@@ -114,6 +114,10 @@ class Graph {
 
   // Consumers of each value (node ids), computed on demand.
   std::vector<std::vector<NodeId>> consumers() const;
+  // Node names made unique in node order, as exported ONNX names them: the first keeps its
+  // name, later ones get "_1", "_2", ... (rewritten graphs repeat names: two Adds built by
+  // rules are both "Add"). Empty names stay empty.
+  std::vector<std::string> unique_node_names() const;
 
  private:
   std::vector<Value> values_;

@@ -182,6 +182,17 @@ std::optional<KernelKind> classify_kernel(const ir::Graph& g) {
   return classify_kernel(ops);
 }
 
+std::optional<KernelKind> kernel_node_kind(const ir::Graph& graph, const ir::Node& kernel) {
+  auto body = ir::kernel_body(kernel.attrs.get_string(ir::kKernelBodyAttr, ""));
+  std::vector<const ir::TensorType*> types;
+  std::vector<const ir::Tensor*> values;
+  for (ir::ValueId v : kernel.inputs) {
+    types.push_back(&graph.value(v).type);
+    values.push_back(graph.value(v).data.get());
+  }
+  return classify_kernel(ir::kernel_body_graph(*body, types, values));
+}
+
 namespace {
 
 // Terms over e-classes, hash-consed: a leaf is an e-class, an application an op with its

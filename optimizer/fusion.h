@@ -49,6 +49,8 @@ struct BodyOp {
 std::optional<KernelKind> classify_kernel(const std::vector<BodyOp>& ops);
 // The same for a body expanded at its input types (ir::kernel_body_graph).
 std::optional<KernelKind> classify_kernel(const ir::Graph& body_graph);
+// The kind of a Kernel node of `graph`, its body expanded at the types of its inputs.
+std::optional<KernelKind> kernel_node_kind(const ir::Graph& graph, const ir::Node& kernel);
 
 // A kernel for the planted-applier tests: a body over ?0..?n-1 and the e-classes it reads.
 struct FusionUnit {

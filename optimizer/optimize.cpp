@@ -176,14 +176,7 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
   report.kernels_after = count_kernels(optimized);
   for (const ir::Node& n : optimized.nodes()) {
     if (n.op_type != ir::kKernelOp) continue;
-    auto body = ir::kernel_body(n.attrs.get_string(ir::kKernelBodyAttr, ""));
-    std::vector<const ir::TensorType*> types;
-    std::vector<const ir::Tensor*> values;
-    for (ir::ValueId v : n.inputs) {
-      types.push_back(&optimized.value(v).type);
-      values.push_back(optimized.value(v).data.get());
-    }
-    auto kind = classify_kernel(ir::kernel_body_graph(*body, types, values));
+    auto kind = kernel_node_kind(optimized, n);
     ++report.kernel_kinds[kind ? kernel_kind_name(*kind) : "other"];
   }
   report.ops_after = launching_ops(optimized);

@@ -68,22 +68,6 @@ RuleSet read_files(const std::vector<std::string>& files) {
   return all;
 }
 
-nlohmann::json proof_json(const RuleProof& p) {
-  nlohmann::json j = {{"name", p.name},
-                      {"verdict", verdict_name(p.verdict)},
-                      {"seconds", p.seconds},
-                      {"cached", p.from_cache},
-                      {"bounds", p.bounds},
-                      {"coverage", p.coverage},
-                      {"coverage_text", p.coverage_text}};
-  if (!p.reason.empty()) j["reason"] = p.reason;
-  if (p.counterexample) {
-    j["counterexample"] = p.counterexample->json;
-    j["counterexample"]["text"] = p.counterexample->text;
-  }
-  return j;
-}
-
 // Bad input (exit 2): the message on stderr and, with --json, as stdout's one document.
 int bad_input(const RulesArgs& args, const char* command, const std::string& message) {
   std::cerr << "eqfuse rules " << command << ": " << message << "\n";

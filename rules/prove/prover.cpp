@@ -175,6 +175,22 @@ nlohmann::json coverage_json(const BindingCoverage& c) {
   return j;
 }
 
+nlohmann::json proof_json(const RuleProof& p) {
+  nlohmann::json j = {{"name", p.name},
+                      {"verdict", verdict_name(p.verdict)},
+                      {"seconds", p.seconds},
+                      {"cached", p.from_cache},
+                      {"bounds", p.bounds},
+                      {"coverage", p.coverage},
+                      {"coverage_text", p.coverage_text}};
+  if (!p.reason.empty()) j["reason"] = p.reason;
+  if (p.counterexample) {
+    j["counterexample"] = p.counterexample->json;
+    j["counterexample"]["text"] = p.counterexample->text;
+  }
+  return j;
+}
+
 GraphProof prove_graph(const ir::Graph& graph, size_t num_lhs, z3::context& ctx,
                        const ProveOptions& options, const std::vector<std::string>& nonzero,
                        std::set<std::string>* proved, Watchdog* watchdog,

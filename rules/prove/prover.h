@@ -114,4 +114,8 @@ RuleProof prove_rule(
 // The coverage of an enumeration as RuleProof::coverage holds it.
 nlohmann::json coverage_json(const BindingCoverage& coverage);
 
+// A proof as `eqfuse rules check --json` and the Python bindings report it: name, verdict,
+// seconds, cached, bounds, coverage, reason and counterexample where there are.
+nlohmann::json proof_json(const RuleProof& proof);
+
 }  // namespace eqfuse::rules::prove

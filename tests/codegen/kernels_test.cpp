@@ -201,3 +201,27 @@ TEST_CASE("an op without a generated kernel is refused by name") {
     CHECK_THAT(e.what(), Catch::Contains("MyCustomOp"));
   }
 }
+
+TEST_CASE("--dynamic-batch refuses a model whose constant Reshape fixes the batch") {
+  // Exported at batch 1 with the shape written out as constants: (1, 4, 8) -> (4, 8) holds at
+  // batch 1 only, and a build for every batch would be silently wrong at any other.
+  GraphBuilder fixed("fixed");
+  ValueId x = fixed.input("x", DType::f32, {Dim(1), Dim(4), Dim(8)});
+  ValueId shape =
+      fixed.weight("shape", ir::Tensor::from_vector(DType::i64, {2}, std::vector<int64_t>{4, 8}));
+  fixed.output(fixed.op("Relu", {fixed.op("Reshape", {x, shape})}));
+  ir::Graph g = std::move(fixed).finish();
+  CHECK_THROWS_WITH(codegen::make_batch_dynamic(g),
+                    Catch::Contains("Reshape") && Catch::Contains("one batch size only"));
+
+  // The same model with the batch kept (0 copies it, -1 takes the rest) follows any batch.
+  GraphBuilder kept("kept");
+  x = kept.input("x", DType::f32, {Dim(1), Dim(4), Dim(8)});
+  shape =
+      kept.weight("shape", ir::Tensor::from_vector(DType::i64, {2}, std::vector<int64_t>{0, -1}));
+  kept.output(kept.op("Relu", {kept.op("Reshape", {x, shape})}));
+  ir::Graph h = std::move(kept).finish();
+  codegen::make_batch_dynamic(h);
+  CHECK(h.value(h.outputs()[0]).type.str() == "f32[batch,32]");
+  check_twin(h, {{3, 4, 8}});
+}
