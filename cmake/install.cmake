@@ -12,7 +12,7 @@ target_link_libraries(eqfuse_all INTERFACE ${modules})
 set_target_properties(eqfuse_all PROPERTIES EXPORT_NAME eqfuse)
 install(TARGETS eqfuse_all EXPORT eqfuseTargets)
 
-install(TARGETS eqfuse RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS eqfuse eqfuse-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 file(GLOB library_rules ${PROJECT_SOURCE_DIR}/rules/library/*.rules)
 install(FILES ${library_rules} DESTINATION ${CMAKE_INSTALL_DATADIR}/eqfuse/rules)
 

@@ -6,6 +6,7 @@
 // exist. `-h,--help`, which every command has, is documented once at the top.
 #include <catch2/catch.hpp>
 #include <cctype>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -188,5 +189,33 @@ TEST_CASE("docs/cli.md documents every command and flag that --help lists", "[do
   for (const auto& [name, section] : sections) {
     INFO("docs/cli.md:" << section.line << ": no command `eqfuse " << name << "`");
     CHECK(commands.count(name));
+  }
+}
+
+TEST_CASE("docs/cli.md documents every flag that eqfuse-bench --help lists", "[docs][fast]") {
+  std::ifstream in(eqfuse::test::source_dir() / "docs" / "cli.md");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string text = buffer.str();
+  size_t at = text.find("\n## `eqfuse-bench`");
+  REQUIRE(at != std::string::npos);
+  std::string section = text.substr(at, text.find("\n## ", at + 1) - at);
+
+  std::string help;
+  FILE* pipe = popen(EQFUSE_BENCH_BINARY " --help", "r");
+  REQUIRE(pipe);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) help.append(buf, n);
+  REQUIRE(pclose(pipe) == 0);
+  Help h = parse_help(help);
+  CHECK(h.flags.size() >= 6);
+  for (const std::string& flag : h.flags) {
+    if (flag == "-h" || flag == "--help") continue;
+    INFO("docs/cli.md: section `eqfuse-bench` lacks " << flag);
+    CHECK(mentions(section, flag));
+  }
+  for (const std::string& flag : table_flags(section)) {
+    INFO("docs/cli.md: eqfuse-bench has no flag " << flag);
+    CHECK(h.flags.count(flag));
   }
 }

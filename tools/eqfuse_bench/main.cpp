@@ -1,0 +1,257 @@
+// `eqfuse-bench MODEL... [--device NAME ...] [--json FILE] [--plot FILE.svg] [--runs N]
+// [--ort DIR] [--no-measure]`: eqfuse beside the original model and its peers, per model:
+// kernels before and after, predicted time per device, optimization time, the measured CPU
+// time of the generated C++ twin of the optimized model against the reference interpreter on
+// the original (same inputs, outputs compared), and where ONNX Runtime is installed
+// (onnxruntime-node, --ort DIR) its own optimized graph: kernels and CPU latency. Prints a
+// table, and writes JSON and an SVG bar chart on request. A MODEL is an .onnx file or a folder
+// holding model.onnx. Exit 0 done (a model that fails is reported in its row), 2 bad usage.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "codegen/cpu_backend.h"
+#include "cost/cost_model.h"
+#include "frontend/onnx_import.h"
+#include "frontend/test_data.h"
+#include "ir/interpreter.h"
+#include "optimizer/optimize.h"
+#include "support/error.h"
+#include "tools/eqfuse_bench/ort_peer.h"
+#include "tools/eqfuse_bench/plot.h"
+#include "tools/model_summary.h"
+#include "tools/random_inputs.h"
+
+namespace eqfuse::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Args {
+  std::vector<std::string> models;
+  std::vector<std::string> devices = {"h200"};
+  std::string json, plot, ort;
+  int runs = 5;
+  bool no_measure = false;
+};
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// The median wall time of `runs` calls (after one warm-up), in ms.
+template <class F>
+double median_ms(int runs, F&& f) {
+  f();
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    auto t = Clock::now();
+    f();
+    ms.push_back(seconds_since(t) * 1e3);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+fs::path model_file(const std::string& given) {
+  fs::path p(given);
+  if (fs::is_directory(p)) p /= "model.onnx";
+  if (!fs::exists(p))
+    throw Error("'" + given + "': no such model (an .onnx file or a folder with model.onnx)");
+  return p;
+}
+
+// Inputs: the model's first test set where it has one, else random ones (tools/random_inputs.h).
+std::vector<ir::Tensor> bench_inputs(const ir::Graph& graph, const fs::path& model) {
+  fs::path set = model.parent_path() / "test_data_set_0";
+  if (fs::exists(set / "input_0.pb"))
+    return frontend::bind_inputs(graph, frontend::read_test_data_set(set).inputs);
+  auto dims = tools::choose_dims(graph, {}, tools::dim_hints_from_test_data(graph, model));
+  return tools::random_inputs(graph, 1, dims);
+}
+
+nlohmann::json bench_model(const Args& args, const fs::path& model, const std::string& progress) {
+  auto say = [&](const std::string& what) {
+    if (isatty(STDERR_FILENO))
+      std::cerr << fmt::format("\r\033[K{} {}", progress, what) << std::flush;
+  };
+  nlohmann::json row = {{"model", model.parent_path().filename().string()},
+                        {"file", model.string()}};
+  say("import");
+  ir::Graph original = frontend::import_onnx(model);
+  bool weights = tools::missing_weight_files(original).empty();
+  bool runnable = weights && tools::opaque_node_labels(original).empty();
+  row["weights"] = weights;
+
+  say("optimize");
+  optimizer::OptimizeOptions options;
+  options.device = args.devices.front();
+  options.verify = runnable;
+  auto t0 = Clock::now();
+  optimizer::OptimizeResult opt = optimizer::optimize(original, options);
+  row["optimize_seconds"] = seconds_since(t0);
+  row["verified"] = opt.report.verified;
+  row["kernels_before"] = opt.report.kernels_before;
+  row["kernels_after"] = opt.report.kernels_after;
+  for (const std::string& device : args.devices) {
+    cost::CostModel cost(cost::DeviceProfile::load(device));
+    row["predicted_ms"][device] = {{"before", cost.graph_cost(original).ms()},
+                                   {"after", cost.graph_cost(opt.graph).ms()}};
+  }
+
+  if (args.no_measure) return row;
+  if (!runnable) {
+    row["measured_note"] =
+        weights ? "has ops the interpreter lacks" : "structure only (no weights)";
+    return row;
+  }
+  std::vector<ir::Tensor> inputs = bench_inputs(original, model);
+  say("interpreter");
+  ir::Interpreter interpreter(original);
+  std::vector<ir::Tensor> reference;
+  row["interpreter_ms"] = median_ms(args.runs, [&] { reference = interpreter.run(inputs); });
+  say("build the C++ twin");
+  auto tb = Clock::now();
+  codegen::CpuBuildInfo info;
+  std::unique_ptr<codegen::CpuModule> twin = codegen::CpuModule::build(opt.graph, &info);
+  row["twin_build_seconds"] = seconds_since(tb);
+  row["twin_build_cached"] = info.cached;
+  say("C++ twin");
+  std::vector<ir::Tensor> got;
+  double twin_ms = median_ms(args.runs, [&] { got = twin->run(inputs); });
+  row["twin_ms"] = twin_ms;
+  row["twin_speedup"] = row["interpreter_ms"].get<double>() / twin_ms;
+  bool match = got.size() == reference.size();
+  for (size_t k = 0; match && k < got.size(); ++k)
+    match = frontend::compare_tensors(got[k], reference[k], 1e-3, 1e-4).match;
+  row["twin_match"] = match;
+
+  if (!args.ort.empty()) {
+    say("ONNX Runtime");
+    OrtResult ort = run_ort(args.ort, model, args.runs);
+    if (ort.ok) {
+      row["ort"] = {{"kernels", optimizer::count_kernels(frontend::import_onnx(ort.optimized))},
+                    {"ms", ort.ms},
+                    {"twin_vs_ort", ort.ms / twin_ms}};
+      fs::remove(ort.optimized);
+    } else {
+      row["ort"] = {{"note", ort.note}};
+    }
+  }
+  return row;
+}
+
+std::string cell(const nlohmann::json& row, const char* key, const char* format = "{:.2f}") {
+  if (!row.contains(key) || row[key].is_null()) return "-";
+  if (row[key].is_number_float()) return fmt::format(fmt::runtime(format), row[key].get<double>());
+  return row[key].dump();
+}
+
+void print_table(const nlohmann::json& rows, const std::string& device, bool ort) {
+  std::cout << fmt::format("{:<16} {:>7} {:>7} {:>7} {:>10} {:>10} {:>8} {:>10} {:>9} {:>8}{}\n",
+                           "model", "kernels", "eqfuse", "ORT", device + " ms", "eqfuse ms",
+                           "opt s", "interp ms", "twin ms", "twin x",
+                           ort ? fmt::format(" {:>8} {:>8}", "ORT ms", "ORT/twin") : "");
+  for (const auto& r : rows) {
+    if (r.contains("error")) {
+      std::cout << fmt::format("{:<16} error: {}\n", r["model"].get<std::string>(),
+                               r["error"].get<std::string>());
+      continue;
+    }
+    const auto& p = r["predicted_ms"][device];
+    std::string ort_kernels =
+        r.contains("ort") && r["ort"].contains("kernels") ? r["ort"]["kernels"].dump() : "-";
+    std::cout << fmt::format(
+        "{:<16} {:>7} {:>7} {:>7} {:>10.4f} {:>10.4f} {:>8.2f} {:>10} {:>9} {:>8}",
+        r["model"].get<std::string>(), r["kernels_before"].get<size_t>(),
+        r["kernels_after"].get<size_t>(), ort_kernels, p["before"].get<double>(),
+        p["after"].get<double>(), r["optimize_seconds"].get<double>(), cell(r, "interpreter_ms"),
+        cell(r, "twin_ms"), cell(r, "twin_speedup", "{:.2f}x"));
+    if (ort) {
+      if (r.contains("ort") && r["ort"].contains("ms"))
+        std::cout << fmt::format(" {:>8.2f} {:>7.2f}x", r["ort"]["ms"].get<double>(),
+                                 r["ort"]["twin_vs_ort"].get<double>());
+      else
+        std::cout << fmt::format(" {:>8} {:>8}", "-", "-");
+    }
+    if (r.contains("twin_match") && !r["twin_match"].get<bool>()) std::cout << "  TWIN MISMATCH";
+    if (r.contains("measured_note"))
+      std::cout << "  (" << r["measured_note"].get<std::string>() << ")";
+    std::cout << "\n";
+  }
+}
+
+int run(const Args& args) {
+  nlohmann::json rows = nlohmann::json::array();
+  std::string ort_note;
+  if (!args.ort.empty() && !ort_available(args.ort, &ort_note))
+    throw Error("--ort " + args.ort + ": " + ort_note);
+  if (args.ort.empty())
+    ort_note =
+        "ONNX Runtime columns skipped: pass --ort DIR, a folder holding "
+        "node_modules/onnxruntime-node (npm install --ignore-scripts onnxruntime-node)";
+  for (size_t i = 0; i < args.models.size(); ++i) {
+    fs::path model = model_file(args.models[i]);
+    std::string progress = fmt::format("[{}/{}] {}:", i + 1, args.models.size(),
+                                       model.parent_path().filename().string());
+    try {
+      rows.push_back(bench_model(args, model, progress));
+    } catch (const Error& e) {
+      rows.push_back({{"model", model.parent_path().filename().string()}, {"error", e.what()}});
+    }
+  }
+  if (isatty(STDERR_FILENO)) std::cerr << "\r\033[K";
+  print_table(rows, args.devices.front(), !args.ort.empty());
+  if (!ort_note.empty()) std::cout << ort_note << "\n";
+  nlohmann::json doc = {{"devices", args.devices}, {"runs", args.runs}, {"models", rows}};
+  if (!ort_note.empty()) doc["ort_note"] = ort_note;
+  if (!args.json.empty()) {
+    std::ofstream f(args.json);
+    if (!(f << doc.dump(1) << "\n")) throw Error("cannot write '" + args.json + "'");
+  }
+  if (!args.plot.empty()) write_plot(doc, args.plot);
+  return 0;
+}
+
+}  // namespace
+}  // namespace eqfuse::bench
+
+int main(int argc, char** argv) {
+  using namespace eqfuse;
+  bench::Args args;
+  CLI::App app{"eqfuse-bench: eqfuse beside the original model and its peers"};
+  app.add_option("models", args.models, "ONNX models (files, or folders holding model.onnx)")
+      ->required();
+  app.add_option("--device", args.devices,
+                 "device profiles for predicted times (repeatable; default h200)");
+  app.add_option("--json", args.json, "write the results as JSON to FILE");
+  app.add_option("--plot", args.plot, "write a bar chart of kernels and CPU times to FILE.svg");
+  app.add_option("--runs", args.runs,
+                 "timed runs per measurement, after one warm-up (median; default 5)")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--ort", args.ort,
+                 "folder holding node_modules/onnxruntime-node: adds ONNX Runtime's columns");
+  app.add_flag("--no-measure", args.no_measure,
+               "skip the measured CPU columns (no C++ compiler needed)");
+  app.footer(
+      "Examples:\n  eqfuse-bench examples/models/*\n"
+      "  eqfuse-bench ../shared/models/* --device h200 --device a100 --json r.json --plot r.svg\n"
+      "  eqfuse-bench ../shared/models/mlp_block --ort /tmp/ort");
+  try {
+    app.parse(argc, argv);
+    return bench::run(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const Error& e) {
+    std::cerr << "eqfuse-bench: " << e.what() << "\n";
+    return e.exit_code();
+  }
+}
