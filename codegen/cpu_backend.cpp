@@ -37,6 +37,29 @@ std::string read_head(const fs::path& file, size_t max_lines) {
   return out;
 }
 
+// With EQFUSE_BLAS=1 in the environment: whether `cxx` compiles and links a CBLAS call
+// (probed once per process).
+bool use_cblas(const std::string& cxx) {
+  if (const char* on = std::getenv("EQFUSE_BLAS"); !on || std::string(on) != "1") return false;
+  static const bool found = [&] {
+    fs::path dir = fs::temp_directory_path() /
+                   fmt::format("eqfuse-cblas-probe-{}-{}", ::getpid(),
+                               std::chrono::steady_clock::now().time_since_epoch().count());
+    fs::create_directories(dir);
+    std::ofstream(dir / "probe.cpp")
+        << "#include <cblas.h>\nint main() {\n  float a = 2, b = 3, c = 0;\n"
+           "  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, &a, 1, &b, "
+           "1, 0.0f, &c, 1);\n  return c == 6 ? 0 : 1;\n}\n";
+    std::string cmd = fmt::format("'{}' -o '{}' '{}' -lblas > /dev/null 2>&1 && '{}'", cxx,
+                                  (dir / "probe").string(), (dir / "probe.cpp").string(),
+                                  (dir / "probe").string());
+    bool ok = std::system(cmd.c_str()) == 0;
+    fs::remove_all(dir);
+    return ok;
+  }();
+  return found;
+}
+
 }  // namespace
 
 std::string source_hash(const std::string& text) {
@@ -54,11 +77,18 @@ std::unique_ptr<CpuModule> CpuModule::build(const ir::Graph& graph, CpuBuildInfo
   std::string source = print_kernels(m->plan_, Target::Cpu);
   std::string flags = "-std=c++17 -O3 -fopenmp -fPIC -shared -w";
   std::string cxx = compiler();
-  fs::path dir = cache_root() / "cpu" / source_hash(source + "\n" + cxx + " " + flags);
+  std::string libs;
+  bool blas = use_cblas(cxx);
+  if (blas) {
+    flags += " -DEQFUSE_CBLAS";
+    libs = " -lblas";
+  }
+  fs::path dir = cache_root() / "cpu" / source_hash(source + "\n" + cxx + " " + flags + libs);
   fs::path lib = dir / "model.so";
   CpuBuildInfo local;
   CpuBuildInfo& bi = info ? *info : local;
   bi.library = lib.string();
+  bi.blas = blas;
   if (fs::exists(lib)) {
     bi.cached = true;
   } else {
@@ -75,8 +105,8 @@ std::unique_ptr<CpuModule> CpuModule::build(const ir::Graph& graph, CpuBuildInfo
       out << source;
       if (!out) throw Error("cannot write " + src.string());
     }
-    std::string cmd = fmt::format("'{}' {} -o '{}' '{}' > '{}' 2>&1", cxx, flags, tmp.string(),
-                                  src.string(), log.string());
+    std::string cmd = fmt::format("'{}' {} -o '{}' '{}'{} > '{}' 2>&1", cxx, flags, tmp.string(),
+                                  src.string(), libs, log.string());
     int rc = std::system(cmd.c_str());
     if (rc != 0) {
       throw Error(fmt::format("codegen: the C++ compiler failed on the generated twin ({}):\n{}",

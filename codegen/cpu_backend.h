@@ -4,8 +4,11 @@
 // $XDG_CACHE_HOME/eqfuse/cpu (else ~/.cache/eqfuse/cpu), keyed by a hash of the source and the
 // compile command, so a model compiles once per machine whatever its batch size.
 //
-// The compiler is $CXX (else c++); flags are -O3 -fopenmp -fPIC -shared. A failed build is an
-// Error quoting the compiler's first lines.
+// The compiler is $CXX (else c++); flags are -O3 -fopenmp -fPIC -shared. With EQFUSE_BLAS=1 in
+// the environment, and where the compiler finds CBLAS (<cblas.h> and -lblas: Debian's
+// libopenblas-dev or libblas-dev), the twin is built with EQFUSE_CBLAS and hands f32 matrix
+// products to it; by default it keeps its own loops, which measured faster on the 2-core CI
+// machine (README). A failed build is an Error quoting the compiler's first lines.
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +21,7 @@ namespace eqfuse::codegen {
 struct CpuBuildInfo {
   std::string library;  // path of the shared library
   bool cached = false;  // found in the cache, not compiled now
+  bool blas = false;    // matrix products through CBLAS
   double compile_seconds = 0;
 };
 

@@ -219,13 +219,31 @@ class Writer {
   std::string body_matmul_rows(const Stage& s);
   std::string body_conv(const Stage& s);
   std::string body_conv_rows(const Stage& s);
-  // CUDA: MatMul and Gemm as one cuBLAS call (strided-batched) where the operands are f32 and
-  // their batch dims either match the output's or broadcast whole; the host code, or "".
+  // MatMul and Gemm handed to a BLAS where the operands are f32 and their batch dims either
+  // match the output's or broadcast whole: the geometry (C expressions), or nullopt.
+  struct LibraryGemm {
+    std::string m, n, k, batch, stride_a, stride_b, lda, ldb, a, b, out, alpha;
+    bool trans_a = false, trans_b = false;
+  };
+  std::optional<LibraryGemm> library_gemm(const Stage& s);
+  // The host code of one cuBLAS strided-batched call (CUDA) or of CBLAS calls, one per batch
+  // entry (the C++ twin built with EQFUSE_CBLAS); "" where library_gemm does not apply.
   std::string cublas_call(const Stage& s, size_t index);
+  std::string cblas_call(const Stage& s, size_t index);
   std::string body_gemm_epilogue(const Stage& s);
+  // A C++ stage function `name` writing `output` over the body printed so far (out_, used_):
+  // its text appended to `functions`, its call's arguments returned. `heavy`: items are rows,
+  // so fewer of them make OpenMP worth it.
+  std::string cpu_function(const std::string& name, const std::string& head, ValueId output,
+                           const std::string& items, bool heavy, std::string& functions);
+  // A stage function's parameters (the dims, then each buffer the body used, the output first)
+  // and its call's arguments; and the prologue that names the dims d0, d1, ...
+  std::pair<std::string, std::string> parameters(ValueId output) const;
+  std::string dims_prologue() const;
 
  public:
   bool uses_cublas = false;
+  bool uses_cblas = false;
 
  private:
   std::string body_pool(const Stage& s);
@@ -977,20 +995,22 @@ std::string Writer::body_pool(const Stage& s) {
   return numel(out);
 }
 
-std::string Writer::cublas_call(const Stage& s, size_t index) {
+std::optional<Writer::LibraryGemm> Writer::library_gemm(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   Contraction c = contraction(g_, n);
   ValueId out = s.output;
   for (ValueId v : {c.a, c.b, out})
-    if (type(v).dtype != DType::f32) return "";
+    if (type(v).dtype != DType::f32) return std::nullopt;
   size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
-  if (ra < 2 || rb < 2) return "";
-  std::string M = dim(out, ro - 2), N = dim(out, ro - 1);
-  std::string K = c.gemm ? dim(c.a, c.trans_a ? 0 : 1) : dim(c.a, ra - 1);
+  if (ra < 2 || rb < 2) return std::nullopt;
+  LibraryGemm g;
+  g.m = dim(out, ro - 2);
+  g.n = dim(out, ro - 1);
+  g.k = c.gemm ? dim(c.a, c.trans_a ? 0 : 1) : dim(c.a, ra - 1);
   // Batch: every batch dim of an operand equals the output's, or the operand has none that is
   // not 1 (it is shared by the whole batch, stride 0).
-  std::string batch = "1";
-  for (size_t k = 0; k + 2 < ro; ++k) batch = imul(batch, dim(out, k));
+  g.batch = "1";
+  for (size_t k = 0; k + 2 < ro; ++k) g.batch = imul(g.batch, dim(out, k));
   auto stride_of = [&](ValueId v, const std::string& matrix) -> std::optional<std::string> {
     size_t r = rank(v), off = ro - r;
     bool all_one = true, all_equal = true;
@@ -1002,14 +1022,27 @@ std::string Writer::cublas_call(const Stage& s, size_t index) {
     if (all_equal && r == ro) return matrix;
     return std::nullopt;
   };
-  auto sa = stride_of(c.a, imul(M, K)), sb = stride_of(c.b, imul(K, N));
-  if (!sa || !sb) return "";
-  // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first.
-  std::string op_b = c.trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N";
-  std::string op_a = c.trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N";
-  std::string ldb = c.trans_b ? K : N, lda = c.trans_a ? M : K;
-  std::string pa = ptr(c.a), pb = ptr(c.b), po = ptr(out);
+  auto sa = stride_of(c.a, imul(g.m, g.k)), sb = stride_of(c.b, imul(g.k, g.n));
+  if (!sa || !sb) return std::nullopt;
+  g.stride_a = *sa;
+  g.stride_b = *sb;
+  g.trans_a = c.trans_a;
+  g.trans_b = c.trans_b;
+  g.lda = c.trans_a ? g.m : g.k;  // row-major leading dims
+  g.ldb = c.trans_b ? g.k : g.n;
+  g.a = ptr(c.a);
+  g.b = ptr(c.b);
+  g.out = ptr(out);
+  g.alpha = literal(c.alpha, "float");
   used_.clear();
+  return g;
+}
+
+std::string Writer::cublas_call(const Stage& s, size_t index) {
+  auto g = library_gemm(s);
+  if (!g) return "";
+  const ir::Node& n = g_.node(s.node);
+  // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first.
   return fmt::format(
       "  {{  // stage {}: {} '{}' as cuBLAS SGEMM (strided batched)\n"
       "    if (prof) cudaEventRecord(prof[{}], st);\n"
@@ -1022,8 +1055,24 @@ std::string Writer::cublas_call(const Stage& s, size_t index) {
       "long)(m * n), "
       "(int)batch) != CUBLAS_STATUS_SUCCESS)\n"
       "      return -1;\n  }}\n",
-      index, n.op_type, g_.value(out).name, index, literal(c.alpha, "float"), M, N, K, batch, op_b,
-      op_a, pb, ldb, *sb, pa, lda, *sa, po);
+      index, n.op_type, g_.value(s.output).name, index, g->alpha, g->m, g->n, g->k, g->batch,
+      g->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->b,
+      g->ldb, g->stride_b, g->a, g->lda, g->stride_a, g->out);
+}
+
+std::string Writer::cblas_call(const Stage& s, size_t index) {
+  auto g = library_gemm(s);
+  if (!g) return "";
+  const ir::Node& n = g_.node(s.node);
+  return fmt::format(
+      "  {{  // stage {}: {} '{}' as CBLAS SGEMM, one call per batch entry\n"
+      "    const int64_t m = {}, n = {}, k = {}, batch = {};\n"
+      "    for (int64_t b = 0; b < batch && m > 0 && n > 0; ++b)\n"
+      "      cblas_sgemm(CblasRowMajor, {}, {}, (int)m, (int)n, (int)k, {}, {} + b * ({}), "
+      "(int)({}), {} + b * ({}), (int)({}), 0.0f, {} + b * m * n, (int)n);\n  }}\n",
+      index, n.op_type, g_.value(s.output).name, g->m, g->n, g->k, g->batch,
+      g->trans_a ? "CblasTrans" : "CblasNoTrans", g->trans_b ? "CblasTrans" : "CblasNoTrans",
+      g->alpha, g->a, g->stride_a, g->lda, g->b, g->stride_b, g->ldb, g->out);
 }
 
 std::string Writer::body_gemm_epilogue(const Stage& s) {
@@ -1034,6 +1083,42 @@ std::string Writer::body_gemm_epilogue(const Stage& s) {
   line(fmt::format("{}[i] = {}[i] + {} * (float){};", ptr(out), ptr(out), literal(c.beta, "float"),
                    cv));
   return numel(out);
+}
+
+std::pair<std::string, std::string> Writer::parameters(ValueId output) const {
+  std::vector<ValueId> params = {output};
+  for (ValueId v : used_)
+    if (v != output) params.push_back(v);
+  std::string sig = "EqfDims D";
+  std::string args = "D";
+  for (ValueId v : params) {
+    std::string t = storage_type(type(v).dtype);
+    std::string p = fmt::format("p{}", plan_.buffer_of.at(v));
+    sig += v == output ? fmt::format(", {}* __restrict__ {}", t, p)
+                       : fmt::format(", const {}* __restrict__ {}", t, p);
+    args += ", " + p;
+  }
+  return {sig, args};
+}
+
+std::string Writer::dims_prologue() const {
+  std::string dims = "  (void)D;\n";
+  for (size_t k = 0; k < plan_.dims.size(); ++k)
+    dims += fmt::format("  const int64_t d{} = D.d[{}];\n  (void)d{};\n", k, k, k);
+  return dims;
+}
+
+std::string Writer::cpu_function(const std::string& name, const std::string& head, ValueId output,
+                                 const std::string& items, bool heavy, std::string& functions) {
+  std::string body = std::move(out_);
+  used_.insert(output);
+  auto [sig, args] = parameters(output);
+  functions += head + fmt::format("static void {}({}) {{\n{}  const int64_t n = {};\n", name, sig,
+                                  dims_prologue(), items);
+  functions += std::string("#pragma omp parallel for schedule(static) if (n > 1 && n * ") +
+               (heavy ? "64" : "1") + " >= 32768)\n";
+  functions += "  for (int64_t i = 0; i < n; ++i) {\n" + body + "  }\n}\n\n";
+  return args;
 }
 
 void Writer::stage(size_t index, std::string& functions, std::string& calls) {
@@ -1048,9 +1133,29 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   bool rows_form = false;
   warp_rows_ =
       target_ == Target::Cuda && (s.kind == StageKind::Softmax || s.kind == StageKind::LayerNorm);
+  const bool contraction_stage = s.kind == StageKind::MatMul || s.kind == StageKind::Gemm;
   std::string library;
-  if (target_ == Target::Cuda && (s.kind == StageKind::MatMul || s.kind == StageKind::Gemm))
-    library = cublas_call(s, index);
+  if (target_ == Target::Cuda && contraction_stage) library = cublas_call(s, index);
+  // The C++ twin keeps its own loops as the fallback and calls CBLAS where built with
+  // EQFUSE_CBLAS (cpu_backend.h finds a BLAS; a tree's CMakeLists links one when found).
+  std::string blas_calls;
+  if (target_ == Target::Cpu && contraction_stage) {
+    blas_calls = cblas_call(s, index);
+    uses_cblas = uses_cblas || !blas_calls.empty();
+    Contraction c = contraction(g_, g_.node(s.node));
+    if (!blas_calls.empty() && c.c != ir::kNoValue && c.beta != 0) {
+      std::string epilogue_items = body_gemm_epilogue(s);  // out += beta * C after the call
+      std::string args =
+          cpu_function(fmt::format("s{}e", index),
+                       fmt::format("// stage {}: the Gemm epilogue after CBLAS\n", index), s.output,
+                       epilogue_items, false, functions);
+      blas_calls += fmt::format("  s{}e({});\n", index, args);
+    }
+    out_.clear();
+    used_.clear();
+    scopes_.clear();
+    scopes_.emplace_back();
+  }
   if (!library.empty()) {
     uses_cublas = true;
     calls += library;
@@ -1092,39 +1197,25 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
         break;
     }
   }
-  std::string body = std::move(out_);
-  used_.insert(s.output);
-
-  // Parameters: the dims, then each buffer the body touches (the output first).
-  std::vector<ValueId> params = {s.output};
-  for (ValueId v : used_)
-    if (v != s.output) params.push_back(v);
-  std::string sig = "EqfDims D";
-  std::string args = "D";
-  for (ValueId v : params) {
-    std::string t = storage_type(type(v).dtype);
-    std::string p = fmt::format("p{}", plan_.buffer_of.at(v));
-    sig += v == s.output ? fmt::format(", {}* __restrict__ {}", t, p)
-                         : fmt::format(", const {}* __restrict__ {}", t, p);
-    args += ", " + p;
-  }
   const ir::Value& ov = g_.value(s.output);
   std::string what = s.node == ir::kNoNode ? "copy" : g_.node(s.node).op_type;
   std::string head = fmt::format("// stage {}: {} {} -> '{}' {}\n", index, stage_kind_name(s.kind),
                                  what, ov.name, ov.type.str());
-  std::string dims = "  (void)D;\n";
-  for (size_t k = 0; k < plan_.dims.size(); ++k)
-    dims += fmt::format("  const int64_t d{} = D.d[{}];\n  (void)d{};\n", k, k, k);
   std::string name = fmt::format("s{}", index);
   if (target_ == Target::Cpu) {
-    functions += head + fmt::format("static void {}({}) {{\n{}  const int64_t n = {};\n", name, sig,
-                                    dims, items);
-    functions += "#pragma omp parallel for schedule(static) if (n > 1 && n * " +
-                 std::string(rows_form || s.kind != StageKind::Pointwise ? "64" : "1") +
-                 " >= 32768)\n";
-    functions += "  for (int64_t i = 0; i < n; ++i) {\n" + body + "  }\n}\n\n";
-    calls += fmt::format("  {}({});\n", name, args);
-  } else {
+    std::string args = cpu_function(name, head, s.output, items,
+                                    rows_form || s.kind != StageKind::Pointwise, functions);
+    std::string call = fmt::format("  {}({});\n", name, args);
+    calls += blas_calls.empty()
+                 ? call
+                 : "#if defined(EQFUSE_CBLAS)\n" + blas_calls + "#else\n" + call + "#endif\n";
+    return;
+  }
+  std::string body = std::move(out_);
+  used_.insert(s.output);
+  auto [sig, args] = parameters(s.output);
+  std::string dims = dims_prologue();
+  {
     functions += head + fmt::format("__global__ void {}({}) {{\n{}  const int64_t n = {};\n", name,
                                     sig, dims, items);
     if (warp_rows_)  // a warp per item; the loop bound is the same for the warp's 32 lanes
@@ -1289,6 +1380,7 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
   Writer w(plan, target);
   std::string functions, calls;
   for (size_t i = 0; i < plan.stages.size(); ++i) w.stage(i, functions, calls);
+  if (w.uses_cblas) text += "#if defined(EQFUSE_CBLAS)\n#include <cblas.h>\n#endif\n\n";
   if (w.uses_cublas)
     text +=
         "#include <cublas_v2.h>\n\n// One cuBLAS handle per process, on the run's stream.\n"

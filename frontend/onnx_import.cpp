@@ -65,6 +65,21 @@ bool has_unchecked_divisor(const onnx::GraphProto& graph) {
   return false;
 }
 
+// Whether any node, in any subgraph, is an op the op table lacks: only for those are ONNX's
+// inferred types of use (ours win for every op in the table).
+bool has_opaque_op(const onnx::GraphProto& graph) {
+  for (const auto& n : graph.node()) {
+    if (!ir::find_op(n.op_type(), n.domain())) return true;
+    for (const auto& a : n.attribute()) {
+      if (a.has_g() && has_opaque_op(a.g())) return true;
+      for (const auto& g : a.graphs()) {
+        if (has_opaque_op(g)) return true;
+      }
+    }
+  }
+  return false;
+}
+
 bool is_random_op(const std::string& op) {
   return op == "RandomNormal" || op == "RandomUniform" || op == "RandomNormalLike" ||
          op == "RandomUniformLike" || op == "Multinomial" || op == "Bernoulli";
@@ -619,12 +634,14 @@ Graph Importer::run(onnx::ModelProto& model) {
   g_.name = graph.name().empty() ? "graph" : graph.name();
 
   // ONNX's own inference trusts its input: libonnx 1.13 crashes on a node that reads a name
-  // nothing defined before it, on a Scan without its body, and in data propagation on a tensor
-  // whose bytes are short, and divides by a zero stride. So it runs only on a graph in
-  // topological order that onnx::checker accepts and whose divisors are positive; eqfuse's own
+  // nothing defined before it, on a Scan without its body, in data propagation on a tensor
+  // whose bytes are short, on a malformed LayerNormalization, and divides by a zero stride
+  // (all found by fuzzing). Its types are only hints for opaque ops, so it runs only on a graph
+  // that has one, in topological order, that onnx::checker accepts, and whose divisors are
+  // positive; eqfuse's own
   // import reports what is wrong with the others (naming the node), or loads them without ONNX's
   // hints.
-  bool onnx_may_infer = !has_unchecked_divisor(graph);
+  bool onnx_may_infer = has_opaque_op(graph) && !has_unchecked_divisor(graph);
   if (onnx_may_infer) {
     std::unordered_set<std::string> defined;
     for (const auto& v : graph.input()) defined.insert(v.name());

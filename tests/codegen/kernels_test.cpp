@@ -4,6 +4,7 @@
 // convolution and pooling. Tolerance: rtol 1e-4, atol 1e-5 (the twin computes in float where
 // the interpreter uses double).
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <random>
 
 #include "codegen/cpu_backend.h"
@@ -125,7 +126,13 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
     ValueId c3 = b.input("c", DType::f32, {Dim(3)});
     b.output(b.op("Gemm", {a, wt, b.op("Neg", {b.op("Abs", {c3})})},
                   {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}}));
-    check_twin(std::move(b).finish(), {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}});
+    ir::Graph g = std::move(b).finish();
+    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}});
+    // The same through CBLAS (EQFUSE_BLAS=1), where this machine has one: -lblas and cblas.h
+    // come with Debian's libblas-dev, which CBC's packages pull in.
+    ::setenv("EQFUSE_BLAS", "1", 1);
+    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}});
+    ::unsetenv("EQFUSE_BLAS");
   }
 }
 
