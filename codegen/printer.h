@@ -11,9 +11,9 @@
 //   Softmax, LayerNorm  | one item per row, serial row loops   | a warp per row, lanes stride
 //                       |                                      | the row, shuffles combine
 //   MatMul / Gemm       | one item per output row, an inner    | one cuBLAS strided-batched
-//                       | loop over columns that vectorizes    | SGEMM (f32, batch dims equal
-//                       |                                      | or broadcast whole), else one
-//                       |                                      | thread per output element
+//                       | loop over columns that vectorizes;   | SGEMM (f32, batch dims equal
+//                       | with EQFUSE_CBLAS defined, CBLAS     | or broadcast whole), else one
+//                       | SGEMM per batch entry (same cases)   | thread per output element
 //   2-D Conv            | one item per output row, taps along  | one thread per output element
 //                       | the row                              |
 //   math functions      | <math.h>                             | CUDA's device math
