@@ -368,17 +368,11 @@ void make_batch_dynamic(ir::Graph& graph, const std::string& name) {
   }
   // Inference admits a Reshape whose element counts agree at some batch only (it is valid at
   // the batch the model was exported with); one build for every batch needs them equal at all.
-  auto numel = [](const ir::Shape& s) {
-    ir::SymInt n(1);
-    for (const ir::Dim& d : s.dims()) n = n * d.sym();
-    return n;
-  };
   for (const ir::Node& n : graph.nodes()) {
     if (n.op_type != "Reshape") continue;
     const ir::TensorType& in = graph.value(n.inputs[0]).type;
     const ir::TensorType& out = graph.value(n.outputs[0]).type;
-    if (!in.shape.has_rank() || !out.shape.has_rank()) continue;
-    ir::SymInt in_n = numel(in.shape), out_n = numel(out.shape);
+    ir::SymInt in_n = in.shape.sym_numel(), out_n = out.shape.sym_numel();
     if (!in_n.is_known() || !out_n.is_known()) continue;
     if ((in_n - out_n).constant() != std::optional<int64_t>(0))
       throw Error(fmt::format(

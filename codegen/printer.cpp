@@ -240,6 +240,8 @@ class Writer {
   // and its call's arguments; and the prologue that names the dims d0, d1, ...
   std::pair<std::string, std::string> parameters(ValueId output) const;
   std::string dims_prologue() const;
+  // Clears what a stage body accumulates (text, buffers used, cached subexpressions, names).
+  void begin_body();
 
  public:
   bool uses_cublas = false;
@@ -1121,14 +1123,18 @@ std::string Writer::cpu_function(const std::string& name, const std::string& hea
   return args;
 }
 
-void Writer::stage(size_t index, std::string& functions, std::string& calls) {
-  const Stage& s = plan_.stages[index];
+void Writer::begin_body() {
   out_.clear();
   used_.clear();
   scopes_.clear();
   scopes_.emplace_back();
   counter_ = 0;
   depth_ = 2;
+}
+
+void Writer::stage(size_t index, std::string& functions, std::string& calls) {
+  const Stage& s = plan_.stages[index];
+  begin_body();
   std::string items;
   bool rows_form = false;
   warp_rows_ =
@@ -1136,9 +1142,10 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const bool contraction_stage = s.kind == StageKind::MatMul || s.kind == StageKind::Gemm;
   std::string library;
   if (target_ == Target::Cuda && contraction_stage) library = cublas_call(s, index);
-  // The C++ twin keeps its own loops as the fallback and calls CBLAS where built with
-  // EQFUSE_CBLAS (cpu_backend.h finds a BLAS; a tree's CMakeLists links one when found).
-  std::string blas_calls;
+  // The C++ twin keeps its own loops and, under EQFUSE_CBLAS (cpu_backend.h with
+  // EQFUSE_BLAS=1; a written tree's -DEQFUSE_CBLAS=ON), calls CBLAS instead: each build
+  // compiles only the functions its form calls.
+  std::string blas_calls, blas_functions;
   if (target_ == Target::Cpu && contraction_stage) {
     blas_calls = cblas_call(s, index);
     uses_cblas = uses_cblas || !blas_calls.empty();
@@ -1148,13 +1155,10 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       std::string args =
           cpu_function(fmt::format("s{}e", index),
                        fmt::format("// stage {}: the Gemm epilogue after CBLAS\n", index), s.output,
-                       epilogue_items, false, functions);
+                       epilogue_items, false, blas_functions);
       blas_calls += fmt::format("  s{}e({});\n", index, args);
     }
-    out_.clear();
-    used_.clear();
-    scopes_.clear();
-    scopes_.emplace_back();
+    begin_body();
   }
   if (!library.empty()) {
     uses_cublas = true;
@@ -1203,12 +1207,17 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
                                  what, ov.name, ov.type.str());
   std::string name = fmt::format("s{}", index);
   if (target_ == Target::Cpu) {
-    std::string args = cpu_function(name, head, s.output, items,
-                                    rows_form || s.kind != StageKind::Pointwise, functions);
+    std::string own;
+    std::string args =
+        cpu_function(name, head, s.output, items, rows_form || s.kind != StageKind::Pointwise, own);
     std::string call = fmt::format("  {}({});\n", name, args);
-    calls += blas_calls.empty()
-                 ? call
-                 : "#if defined(EQFUSE_CBLAS)\n" + blas_calls + "#else\n" + call + "#endif\n";
+    if (blas_calls.empty()) {
+      functions += own;
+      calls += call;
+    } else {
+      functions += "#if defined(EQFUSE_CBLAS)\n" + blas_functions + "#else\n" + own + "#endif\n";
+      calls += "#if defined(EQFUSE_CBLAS)\n" + blas_calls + "#else\n" + call + "#endif\n";
+    }
     return;
   }
   std::string body = std::move(out_);

@@ -41,6 +41,13 @@ add_library(eqfuse_model SHARED kernels.cpp)
 if(OpenMP_CXX_FOUND)
   target_link_libraries(eqfuse_model PRIVATE OpenMP::OpenMP_CXX)
 endif()
+# -DEQFUSE_CBLAS=ON: matrix products through a CBLAS (cblas.h and a BLAS library).
+option(EQFUSE_CBLAS "hand f32 matrix products to CBLAS" OFF)
+if(EQFUSE_CBLAS)
+  find_package(BLAS REQUIRED)
+  target_compile_definitions(eqfuse_model PRIVATE EQFUSE_CBLAS)
+  target_link_libraries(eqfuse_model PRIVATE BLAS::BLAS)
+endif()
 add_executable(bench bench.cpp)
 target_link_libraries(bench PRIVATE eqfuse_model)
 )";

@@ -638,9 +638,8 @@ Graph Importer::run(onnx::ModelProto& model) {
   // whose bytes are short, on a malformed LayerNormalization, and divides by a zero stride
   // (all found by fuzzing). Its types are only hints for opaque ops, so it runs only on a graph
   // that has one, in topological order, that onnx::checker accepts, and whose divisors are
-  // positive; eqfuse's own
-  // import reports what is wrong with the others (naming the node), or loads them without ONNX's
-  // hints.
+  // positive; eqfuse's own import reports what is wrong with the others (naming the node), or
+  // loads them without ONNX's hints.
   bool onnx_may_infer = has_opaque_op(graph) && !has_unchecked_divisor(graph);
   if (onnx_may_infer) {
     std::unordered_set<std::string> defined;

@@ -75,6 +75,13 @@ std::optional<int64_t> Shape::numel() const {
   return n;
 }
 
+SymInt Shape::sym_numel() const {
+  if (!ranked_) return SymInt::unknown();
+  SymInt n(1);
+  for (const Dim& d : dims_) n = n * d.sym();
+  return n;
+}
+
 std::string Shape::str() const {
   if (!ranked_) return "[*]";
   std::string out = "[";

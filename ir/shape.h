@@ -64,6 +64,8 @@ class Shape {
   std::vector<int64_t> static_dims() const;
   // Element count when static.
   std::optional<int64_t> numel() const;
+  // Element count as a symbolic integer: "batch*8192"; unknown when the rank or a dim is.
+  SymInt sym_numel() const;
 
   bool operator==(const Shape& other) const = default;
   std::string str() const;  // "[1,3,224,224]", "[batch,128]", "[*]" for unranked

@@ -111,6 +111,18 @@ void saturate(TensorEGraph& teg, const rules::RuleSet& rules, const OptimizeOpti
 
 }  // namespace
 
+void set_phases(OptimizeOptions& options, const std::vector<std::string>& phases) {
+  options.algebra = options.fusion = false;
+  for (const std::string& phase : phases) {
+    if (phase == "algebra")
+      options.algebra = true;
+    else if (phase == "fusion")
+      options.fusion = true;
+    else
+      throw Error("phases: unknown phase '" + phase + "' (expected algebra, fusion or both)");
+  }
+}
+
 size_t count_kernels(const ir::Graph& graph) {
   size_t n = 0;
   for (const ir::Node& node : graph.nodes()) n += launches_work(node.op_type);

@@ -49,6 +49,10 @@ struct OptimizeOptions {
   int threads = 1;          // saturation's search threads (results do not depend on it)
 };
 
+// Turns on exactly the named phases ("algebra", "fusion"), as `--phases` and the Python
+// bindings name them; Error naming an unknown one.
+void set_phases(OptimizeOptions& options, const std::vector<std::string>& phases);
+
 // Kernels as a user counts launches: every node except Reshape, Flatten, Squeeze, Unsqueeze,
 // Identity, Dropout and Constant (a standalone Transpose counts; an opaque op counts as one).
 size_t count_kernels(const ir::Graph& graph);

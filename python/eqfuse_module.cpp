@@ -137,15 +137,7 @@ py::tuple optimize(const py::object& model, const std::string& device,
   auto method = optimizer::parse_extract_method(extract);
   if (!method) throw Error("extract='" + extract + "': expected dag, ilp or greedy");
   options.extraction.method = *method;
-  options.algebra = options.fusion = false;
-  for (const std::string& phase : phases) {
-    if (phase == "algebra")
-      options.algebra = true;
-    else if (phase == "fusion")
-      options.fusion = true;
-    else
-      throw Error("phases: unknown phase '" + phase + "' (expected algebra, fusion or both)");
-  }
+  optimizer::set_phases(options, phases);
   options.verify = verify;
   LoadedModel loaded = load_model(model);
   std::string bytes, report;
@@ -192,13 +184,7 @@ std::vector<std::pair<std::string, py::array>> run(const py::object& model, cons
 std::string check_rules(const std::vector<std::string>& files, const std::string& text,
                         unsigned jobs, bool use_cache) {
   py::gil_scoped_release unlocked;
-  rules::RuleSet all;
-  for (const std::string& f : files) {
-    if (fs::is_directory(f))
-      throw Error("cannot read '" + f + "': it is a folder, not a rule file");
-    rules::RuleSet set = rules::parse_rule_file(f);
-    for (rules::Rule& r : set.rules) all.rules.push_back(std::move(r));
-  }
+  rules::RuleSet all = rules::parse_rule_files(files);
   if (!text.empty()) {
     rules::RuleSet set = rules::parse_rules(text, "<text>");
     for (rules::Rule& r : set.rules) all.rules.push_back(std::move(r));

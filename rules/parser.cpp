@@ -409,4 +409,17 @@ RuleSet parse_rule_file(const std::string& path) {
   return std::move(loader.set);
 }
 
+RuleSet parse_rule_files(const std::vector<std::string>& paths) {
+  RuleSet all;
+  for (const std::string& path : paths) {
+    // An ifstream opens a folder and reads it as empty, which would pass as a file of no rules.
+    std::error_code ec;
+    if (fs::is_directory(path, ec))
+      throw Error("cannot read '" + path + "': it is a folder, not a rule file");
+    RuleSet set = parse_rule_file(path);
+    for (Rule& r : set.rules) all.rules.push_back(std::move(r));
+  }
+  return all;
+}
+
 }  // namespace eqfuse::rules

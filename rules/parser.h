@@ -16,6 +16,7 @@
 // Unwritten attributes mean the schema default. See rules/condition.h for conditions.
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rules/rule.h"
 
@@ -23,5 +24,7 @@ namespace eqfuse::rules {
 
 RuleSet parse_rules(std::string_view text, std::string_view file = "<rules>");
 RuleSet parse_rule_file(const std::string& path);
+// The rules of several files, in order (a folder given as a file is an Error naming it).
+RuleSet parse_rule_files(const std::vector<std::string>& paths);
 
 }  // namespace eqfuse::rules

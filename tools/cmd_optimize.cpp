@@ -81,18 +81,13 @@ int run_optimize(OptimizeArgs& args) {
   args.options.extraction.method = *method;
   args.options.dim_bindings = parse_dim_options(args.dims);
   args.options.verify = !args.no_verify;
-  args.options.algebra = args.options.fusion = false;
+  std::vector<std::string> phases;
   for (size_t at = 0; at <= args.phases.size();) {
     size_t comma = std::min(args.phases.find(',', at), args.phases.size());
-    std::string phase = args.phases.substr(at, comma - at);
-    if (phase == "algebra")
-      args.options.algebra = true;
-    else if (phase == "fusion")
-      args.options.fusion = true;
-    else
-      fail("--phases: unknown phase '" + phase + "' (expected algebra, fusion or both)");
+    phases.push_back(args.phases.substr(at, comma - at));
     at = comma + 1;
   }
+  optimizer::set_phases(args.options, phases);
   args.options.sequential = args.sequential;
   ir::Graph graph = frontend::import_onnx(args.model);
   optimizer::ProgressFn progress;

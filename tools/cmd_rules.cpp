@@ -56,18 +56,6 @@ std::vector<std::string> library_files() {
   fail("no rule files given and rules/library/*.rules not found (use --rules FILE)");
 }
 
-RuleSet read_files(const std::vector<std::string>& files) {
-  RuleSet all;
-  for (const std::string& f : files) {
-    // An ifstream opens a folder and reads it as empty, which would pass as a file of no rules.
-    std::error_code ec;
-    if (fs::is_directory(f, ec)) fail("cannot read '" + f + "': it is a folder, not a rule file");
-    RuleSet set = parse_rule_file(f);
-    for (Rule& r : set.rules) all.rules.push_back(std::move(r));
-  }
-  return all;
-}
-
 // Bad input (exit 2): the message on stderr and, with --json, as stdout's one document.
 int bad_input(const RulesArgs& args, const char* command, const std::string& message) {
   std::cerr << "eqfuse rules " << command << ": " << message << "\n";
@@ -86,7 +74,7 @@ std::vector<RuleProof> prove_all(const RuleSet& set, const RulesArgs& args) {
 int run_check(const RulesArgs& args) {
   RuleSet set;
   try {
-    set = read_files(args.files);
+    set = parse_rule_files(args.files);
   } catch (const Error& e) {
     return bad_input(args, "check", e.what());
   }
@@ -115,7 +103,7 @@ int run_check(const RulesArgs& args) {
 int run_show(const RulesArgs& args) {
   RuleSet set;
   try {
-    set = read_files(args.files.empty() ? library_files() : args.files);
+    set = parse_rule_files(args.files.empty() ? library_files() : args.files);
   } catch (const Error& e) {
     return bad_input(args, "show", e.what());
   }

@@ -68,14 +68,6 @@ void add_transpose(OpTableBuilder& table) {
 
 // ---- Reshape ----------------------------------------------------------------------------
 
-// Element count of a shape as a symbolic integer (unknown when a dim or the rank is).
-SymInt sym_numel(const Shape& s) {
-  if (!s.has_rank()) return SymInt::unknown();
-  SymInt n(1);
-  for (const Dim& d : s.dims()) n = n * d.sym();
-  return n;
-}
-
 // The output shape of Reshape(in, spec): 0 copies the input dim (unless allowzero), -1 takes
 // what is left. Entries may be symbolic (a shape computed from the input's dims), and -1 is
 // resolved symbolically: [batch,128,64] -> (0 -1 16) gives [batch,512,16], and
@@ -102,9 +94,9 @@ Shape reshape_shape(const OpContext& ctx, const Shape& in, const std::vector<Sym
       out.push_back(Dim::from_sym(spec[i]));
     }
   }
-  SymInt in_n = sym_numel(in);
+  SymInt in_n = in.sym_numel();
   if (infer_at < 0) {
-    SymInt out_n = sym_numel(Shape(out));
+    SymInt out_n = Shape(out).sym_numel();
     if (in_n.is_known() && out_n.is_known() &&
         (surely_greater(in_n, out_n) || surely_greater(out_n, in_n) ||
          (in_n - out_n).constant().value_or(0) != 0))

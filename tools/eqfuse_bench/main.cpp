@@ -5,7 +5,8 @@
 // the original (same inputs, outputs compared), and where ONNX Runtime is installed
 // (onnxruntime-node, --ort DIR) its own optimized graph: kernels and CPU latency. Prints a
 // table, and writes JSON and an SVG bar chart on request. A MODEL is an .onnx file or a folder
-// holding model.onnx. Exit 0 done (a model that fails is reported in its row), 2 bad usage.
+// holding model.onnx. Exit 0 done (a model that fails is reported in its row), 1 a twin whose
+// outputs differ from the interpreter's (after the table is written), 2 bad usage.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -218,6 +219,8 @@ int run(const Args& args) {
     if (!(f << doc.dump(1) << "\n")) throw Error("cannot write '" + args.json + "'");
   }
   if (!args.plot.empty()) write_plot(doc, args.plot);
+  for (const auto& r : rows)
+    if (r.contains("twin_match") && !r["twin_match"].get<bool>()) return 1;
   return 0;
 }
 
