@@ -146,6 +146,7 @@ EClassId EGraph::add(Symbol op, AttrId attrs, std::span<const EClassId> children
   children_.insert(children_.end(), canon.begin(), canon.end());
   nodes_.push_back({op, attrs, begin, static_cast<uint32_t>(children_.size())});
   dead_.push_back(0);
+  origins_.push_back(origin_);
   slot_next_.resize(children_.size());
   slot_node_.resize(children_.size(), n);
   parent_head_.push_back(kNoId);
@@ -305,6 +306,7 @@ void EGraph::reserve(size_t nodes, size_t child_slots) {
   };
   grow(nodes_, nodes);
   grow(dead_, nodes);
+  grow(origins_, nodes);
   grow(parent_head_, nodes);
   grow(children_, child_slots);
   grow(slot_next_, child_slots);
@@ -314,10 +316,10 @@ void EGraph::reserve(size_t nodes, size_t child_slots) {
 
 size_t EGraph::memory_bytes() const {
   auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
-  return bytes(nodes_) + bytes(children_) + bytes(dead_) + bytes(slot_next_) + bytes(slot_node_) +
-         bytes(parent_head_) + unionfind_.memory_bytes() + bytes(table_) + bytes(pending_) +
-         bytes(analysis_pending_) + bytes(class_list_) + bytes(class_begin_) + bytes(class_nodes_) +
-         bytes(op_begin_) + bytes(op_classes_);
+  return bytes(nodes_) + bytes(children_) + bytes(dead_) + bytes(origins_) + bytes(slot_next_) +
+         bytes(slot_node_) + bytes(parent_head_) + unionfind_.memory_bytes() + bytes(table_) +
+         bytes(pending_) + bytes(analysis_pending_) + bytes(class_list_) + bytes(class_begin_) +
+         bytes(class_nodes_) + bytes(op_begin_) + bytes(op_classes_);
 }
 
 }  // namespace eqfuse::egraph

@@ -26,9 +26,16 @@
 // output number, 0-based). Rules match and build them like any other node, e.g.
 // `(Proj :index 0 (Split :axis 1 ?x))`; a multi-pattern binds both projections of one tuple.
 // The projection op name is `kProjOp`.
+//
+// Provenance: each e-node records its origin, the name of what created it (a rule's name, or
+// "fusion"), or kNoOrigin for the nodes of the input. `set_origin` names the creator of the
+// nodes added from then on; an add that finds an equal node keeps that node's origin (the first
+// creator wins). The runner applies rules one after another in a fixed order, so origins, like
+// the e-graph itself, do not depend on the thread count. `eqfuse optimize --explain` reads them.
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "egraph/big_vector.h"
@@ -41,6 +48,7 @@ using EClassId = uint32_t;
 using NodeId = uint32_t;
 inline constexpr uint32_t kNoId = std::numeric_limits<uint32_t>::max();
 inline constexpr const char* kProjOp = "Proj";
+inline constexpr Symbol kNoOrigin = kNoId;
 
 class EGraph;
 
@@ -117,6 +125,14 @@ class EGraph {
     return {children_.data() + nodes_[n].begin, nodes_[n].end - nodes_[n].begin};
   }
   bool is_live(NodeId n) const { return !dead_[n]; }
+  // What created node n (kNoOrigin: it was in the input).
+  Symbol origin(NodeId n) const { return origins_[n]; }
+  // The origin of nodes added from now on; returns the previous one.
+  Symbol set_origin(Symbol origin) { return std::exchange(origin_, origin); }
+  Symbol origin_of_new_nodes() const { return origin_; }
+  // Overwrites node n's origin: for a pass that builds an e-graph from another's extracted graph
+  // and carries its provenance over.
+  void restamp_origin(NodeId n, Symbol origin) { origins_[n] = origin; }
 
   // Read indexes, valid when clean. Classes ascend by id; a class's nodes are sorted by
   // (op, NodeId); classes_with_op lists, ascending, the classes having a node with that op.
@@ -160,6 +176,8 @@ class EGraph {
   BigVector<NodeRecord> nodes_;
   BigVector<EClassId> children_;
   BigVector<uint8_t> dead_;
+  BigVector<Symbol> origins_;
+  Symbol origin_ = kNoOrigin;
   // Parent rings: for each child slot, the next slot of the same ring, and its node; the head
   // slot of each class's ring (kNoId when it has no parents).
   BigVector<uint32_t> slot_next_;

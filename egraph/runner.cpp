@@ -61,7 +61,11 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
   Scheduler& scheduler = *options.scheduler;
   scheduler.start(rules.size());
   RunReport report;
-  for (const Rewrite& rw : rules) report.rules.push_back({rw.name});
+  std::vector<Symbol> rule_origins;
+  for (const Rewrite& rw : rules) {
+    report.rules.push_back({rw.name});
+    rule_origins.push_back(intern(rw.name));
+  }
   const Clock::time_point start = Clock::now();
   const bool timed = limits.seconds != std::numeric_limits<double>::infinity();
   const Clock::time_point deadline =
@@ -138,8 +142,10 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
     const size_t classes_before = egraph.num_classes();
     phase = Clock::now();
     size_t since_check = 0;
+    const Symbol caller_origin = egraph.origin_of_new_nodes();
     for (size_t r = 0; r < rules.size() && !stop; ++r) {
       const Rewrite& rw = rules[r];
+      egraph.set_origin(rule_origins[r]);
       Clock::time_point t = Clock::now();
       size_t applied = 0;
       constexpr size_t kAhead = 8;
@@ -168,6 +174,7 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
       report.rules[r].apply_seconds += since(t);
       it.applications += applied;
     }
+    egraph.set_origin(caller_origin);
     found.clear();
     it.apply_seconds = since(phase);
     const bool changed =

@@ -29,6 +29,7 @@ SerializedEGraph to_serialized(const EGraph& g, const std::vector<EClassId>& roo
       for (EClassId child : g.children(nodes[k]))
         node.children.push_back(fmt::format("{}.0", child));
       node.eclass = std::to_string(c);
+      if (Symbol o = g.origin(nodes[k]); o != kNoOrigin) node.origin = symbol_name(o);
       out.nodes.push_back(std::move(node));
     }
   }
@@ -74,7 +75,9 @@ std::vector<EClassId> add_serialized(EGraph& g, const SerializedEGraph& s) {
         kids.push_back(it->second);
       }
       if (!ready) continue;
+      Symbol caller = g.set_origin(n.origin.empty() ? kNoOrigin : intern(n.origin));
       EClassId c = g.add(ops[i].first, ops[i].second, kids);
+      g.set_origin(caller);
       auto [it, fresh] = class_of.emplace(n.eclass, c);
       if (!fresh) g.merge(it->second, c);
       added[i] = true;

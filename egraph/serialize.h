@@ -4,7 +4,8 @@
 //
 // Node ids are "CLASS.K" (the K-th node of class CLASS, nodes in class order, which is sorted
 // by op), a child names node "CHILD.0" of its class, ops are the op name followed by the
-// attributes as written in terms (`Transpose :perm (0 2 1)`), every cost is 1. The output
+// attributes as written in terms (`Transpose :perm (0 2 1)`), every cost is 1, a node's
+// provenance is its "origin" (absent for nodes of the input). The output
 // depends only on the e-graph, so equal e-graphs (e.g. from runs with different thread counts)
 // serialize to identical bytes.
 #include <string>

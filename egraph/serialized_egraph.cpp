@@ -118,6 +118,10 @@ SerializedEGraph parse_serialized_egraph(std::string_view text, std::string_view
       node.cost = cost->get<double>();
       if (!std::isfinite(node.cost)) fail(where + ": \"cost\" must be finite");
     }
+    if (auto origin = n.find("origin"); origin != n.end() && !origin->is_null()) {
+      if (!origin->is_string()) fail(where + ": \"origin\" must be a string");
+      node.origin = origin->get<std::string>();
+    }
     out.nodes.push_back(std::move(node));
   }
 
@@ -160,6 +164,7 @@ std::string serialized_egraph_to_json(const SerializedEGraph& egraph) {
   bool first = true;
   for (const auto& n : egraph.nodes) {
     json body = {{"op", n.op}, {"children", n.children}, {"eclass", n.eclass}, {"cost", n.cost}};
+    if (!n.origin.empty()) body["origin"] = n.origin;
     out += first ? "\n    " : ",\n    ";
     first = false;
     out += json(n.id).dump();

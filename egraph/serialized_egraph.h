@@ -3,13 +3,16 @@
 // and extractors (egg, egglog and extraction-gym all read and write it), and how eqfuse dumps
 // its own e-graphs (`--dump`) and reads the published Tensat e-graphs for extraction.
 //
-//   {"nodes": {NODE_ID: {"op": "...", "children": [NODE_ID...], "eclass": CLASS_ID, "cost": 1.5}},
+//   {"nodes": {NODE_ID: {"op": "...", "children": [NODE_ID...], "eclass": CLASS_ID, "cost": 1.5,
+//                        "origin": "rule-name"}},
 //    "root_eclasses": [CLASS_ID...], "class_data": {CLASS_ID: {...}}}
 //
 // A child is a node id; its e-class is that node's "eclass". Ids may be strings or numbers in
 // the file and are kept as strings. Node order is the file's order (extractors break ties by
 // it, so a round trip keeps results identical). "class_data" is optional and kept verbatim;
-// other top-level fields are ignored. A node without "cost" costs 1.
+// other top-level fields are ignored. A node without "cost" costs 1. "origin" is eqfuse's
+// provenance tag (what created the node, egraph.h), absent for nodes of the input; other readers
+// ignore it.
 //
 // Build note: this file depends only on support/ and nlohmann_json, and is compiled into
 // eqfuse_egraph (egraph/CMakeLists.txt); eqfuse_extract reads e-graphs through that library.
@@ -28,6 +31,7 @@ struct SerializedNode {
   std::vector<std::string> children;  // node ids
   std::string eclass;
   double cost = 1.0;
+  std::string origin;  // "" for a node of the input
 };
 
 struct SerializedEGraph {

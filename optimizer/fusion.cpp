@@ -409,11 +409,17 @@ class Fuser {
     }
     if (children.empty()) return std::nullopt;
     if (is_kernel(n)) {
+      std::optional<uint32_t> t;
       try {
-        return term_of_body(ir::kernel_body(body_of(n))->term, children);
+        t = term_of_body(ir::kernel_body(body_of(n))->term, children);
       } catch (const Error&) {
         return std::nullopt;
       }
+      if (t) {
+        auto made = teg_.fused_from.find(n);
+        if (made != teg_.fused_from.end()) sources_.try_emplace(*t, made->second);
+      }
+      return t;
     }
     const ir::OpDef* def = ir::find_op(egraph::symbol_name(eg_.op(n)));
     if (!def || !fusible_op(*def)) return std::nullopt;
@@ -425,7 +431,21 @@ class Fuser {
     }
     std::vector<uint32_t> kids;
     for (EClassId c : children) kids.push_back(terms_.leaf(c));
-    return terms_.app(eg_.op(n), eg_.attrs(n), std::move(kids));
+    uint32_t t = terms_.app(eg_.op(n), eg_.attrs(n), std::move(kids));
+    sources_.try_emplace(t, std::vector<NodeId>{n});
+    return t;
+  }
+
+  // The e-nodes a merge of `u` and `p` is made of (provenance, for --explain).
+  void record_sources(uint32_t merged, uint32_t u, uint32_t p) {
+    if (sources_.count(merged)) return;
+    std::vector<NodeId> all;
+    for (uint32_t part : {u, p})
+      if (auto it = sources_.find(part); it != sources_.end())
+        all.insert(all.end(), it->second.begin(), it->second.end());
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    sources_.emplace(merged, std::move(all));
   }
 
   // The decoded attributes of an application (cached per payload and op).
@@ -618,6 +638,7 @@ class Fuser {
     if (seen != tried_.end()) return seen->second;
     std::optional<Candidate> out;
     if (auto t = merged(u, x, p)) {
+      record_sources(*t, u, p);
       Candidate k;
       k.term = *t;
       if (!options_.merge) ++report_.proved_reflexive;
@@ -751,6 +772,7 @@ class Fuser {
       for (const Candidate& k : found) added.emplace_back(c, k);
     }
     size_t before = eg_.num_nodes();
+    egraph::Symbol caller_origin = eg_.set_origin(egraph::intern("fusion"));
     for (const auto& [c, k] : added) {
       std::vector<EClassId> leaves;
       std::vector<uint32_t> apps;
@@ -771,9 +793,16 @@ class Fuser {
           egraph::intern_attrs({{body_key_, egraph::intern(ir::encode_attr(ir::AttrValue(body)))}});
       for (EClassId& l : leaves) l = eg_.find(l);
       if (phase_ < choices_.size()) lineage_.insert(attrs);
+      size_t slots = eg_.num_node_slots();
       EClassId id = eg_.add(kernel_op_, attrs, leaves);
+      if (eg_.num_node_slots() > slots) {
+        auto made = sources_.find(k.term);
+        if (made != sources_.end())
+          teg_.fused_from.emplace(static_cast<NodeId>(slots), made->second);
+      }
       eg_.merge(id, c);
     }
+    eg_.set_origin(caller_origin);
     eg_.rebuild();
     report_.kernels_added += eg_.num_nodes() - before;
     return eg_.num_nodes() > before;
@@ -801,6 +830,7 @@ class Fuser {
   size_t phase_ = 0;                          // < choices_.size(): that focus graph alone
   std::set<egraph::AttrId> lineage_;          // bodies of the kernels this phase made
   std::unique_ptr<rules::prove::ProofCache> cache_;
+  std::unordered_map<uint32_t, std::vector<NodeId>> sources_;  // term -> e-nodes it fuses
 };
 
 }  // namespace

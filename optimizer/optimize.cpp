@@ -157,8 +157,17 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
     // one fuses its e-classes first, among all their alternatives.
     Extraction first = extract(teg, model, options.extraction);
     if (options.sequential) {
-      ir::Graph algebraic = to_graph(teg, first.choice);
-      teg = from_graph(algebraic);
+      std::vector<egraph::NodeId> made_from;
+      ir::Graph algebraic = to_graph(teg, first.choice, &made_from);
+      TensorEGraph next = from_graph(algebraic);
+      // The rules that made the algebra's nodes stay their provenance.
+      for (size_t i = 0; i < made_from.size(); ++i) {
+        const ir::Node& node = algebraic.nodes()[i];
+        if (node.outputs.empty()) continue;
+        egraph::NodeId n = next.value_node[node.outputs[0]];
+        if (n != egraph::kNoId) next.egraph->restamp_origin(n, teg.egraph->origin(made_from[i]));
+      }
+      teg = std::move(next);
       focus = {original_choice(teg)};
     } else {
       focus.insert(focus.begin(), first.choice);
@@ -177,7 +186,9 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
              fmt::format("{} extraction over {} e-nodes",
                          extract_method_name(options.extraction.method), teg.egraph->num_nodes()));
   report.extraction = extract(teg, model, options.extraction);
-  ir::Graph optimized = to_graph(teg, report.extraction.choice);
+  std::vector<egraph::NodeId> made_from;
+  ir::Graph optimized = to_graph(teg, report.extraction.choice, &made_from);
+  Provenance provenance = node_provenance(teg, optimized, made_from);
 
   // Weight-only subgraphs, computed once now.
   FoldReport folded = fold_weight_subgraphs(optimized);
@@ -186,11 +197,8 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
   optimized = std::move(folded.graph);
 
   report.kernels_after = count_kernels(optimized);
-  for (const ir::Node& n : optimized.nodes()) {
-    if (n.op_type != ir::kKernelOp) continue;
-    auto kind = kernel_node_kind(optimized, n);
-    ++report.kernel_kinds[kind ? kernel_kind_name(*kind) : "other"];
-  }
+  report.explained = explain(optimized, provenance, model);
+  for (const NodeExplanation& k : report.explained.kernels) ++report.kernel_kinds[k.kind];
   report.ops_after = launching_ops(optimized);
   report.predicted_ms_after = model.graph_cost(optimized).ms();
 

@@ -21,6 +21,7 @@
 
 #include "cost/device_profile.h"
 #include "ir/graph.h"
+#include "optimizer/explain.h"
 #include "optimizer/extraction.h"
 #include "optimizer/fusion.h"
 
@@ -78,6 +79,8 @@ struct OptimizeReport {
   std::map<std::string, size_t> ops_before, ops_after;  // launching ops by type
   size_t weights_folded = 0;  // weight-only nodes computed at optimize time
   std::string folding_note;   // why some could not be (structure-only model)
+  // Why: each kernel of the result and each other node a rule made, with the rules behind it.
+  Explanations explained;
   // Verification
   std::string verified = "skipped";  // "passed", "failed", "skipped"
   std::string verify_note;           // tolerance and inputs, or why skipped

@@ -1,5 +1,7 @@
 #include "optimizer/report_json.h"
 
+#include "ir/kernel_body.h"
+
 namespace eqfuse::optimizer {
 
 nlohmann::json report_json(const OptimizeReport& r) {
@@ -49,6 +51,26 @@ nlohmann::json report_json(const OptimizeReport& r) {
   nlohmann::json top = nlohmann::json::array();
   for (const auto& [name, n] : r.top_rules) top.push_back({{"rule", name}, {"applications", n}});
   j["top_rules"] = top;
+  auto explained = [](const std::vector<NodeExplanation>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const NodeExplanation& e : list) {
+      nlohmann::json one = {
+          {"node", e.node}, {"op", e.op}, {"rules", e.rules}, {"predicted_ms", e.predicted_ms}};
+      if (e.op == ir::kKernelOp) {
+        one["kind"] = e.kind;
+        nlohmann::json ops = nlohmann::json::array();
+        for (const FusedOp& op : e.fused_ops)
+          ops.push_back({{"op", op.op},
+                         {"rule", op.rule.empty() ? nlohmann::json() : nlohmann::json(op.rule)}});
+        one["fused_ops"] = ops;
+        one["ops_from_input"] = e.ops_from_input;
+      }
+      out.push_back(std::move(one));
+    }
+    return out;
+  };
+  j["kernels"] = explained(r.explained.kernels);
+  j["rewritten"] = explained(r.explained.rewritten);
   return j;
 }
 

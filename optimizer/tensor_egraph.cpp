@@ -172,8 +172,9 @@ namespace {
 
 class GraphRebuilder {
  public:
-  GraphRebuilder(const TensorEGraph& teg, const NodeChoice& choice)
-      : teg_(teg), eg_(*teg.egraph), choice_(choice) {
+  GraphRebuilder(const TensorEGraph& teg, const NodeChoice& choice,
+                 std::vector<egraph::NodeId>* made_from)
+      : teg_(teg), eg_(*teg.egraph), choice_(choice), made_from_(made_from) {
     out_.name = teg.source->name;
     out_.opsets = teg.source->opsets;
     for (const auto& [c, name] : teg.class_name) names_.emplace(eg_.find(c), name);
@@ -297,6 +298,7 @@ class GraphRebuilder {
     // Split's num_outputs is opset 18; older graphs say it with their output count.
     if (!kept && node.op_type == "Split" && out_.opsets[""] < 18) node.attrs.erase("num_outputs");
     ir::NodeId id = out_.add_node(std::move(node));
+    if (made_from_) made_from_->push_back(n);
     if (!kept) {
       const ir::Node& added = out_.node(id);
       std::vector<ir::TensorType> types = ir::infer_output_types(out_, added);
@@ -309,6 +311,7 @@ class GraphRebuilder {
   const TensorEGraph& teg_;
   const egraph::EGraph& eg_;
   const NodeChoice& choice_;
+  std::vector<egraph::NodeId>* made_from_;
   ir::Graph out_;
   std::unordered_map<EClassId, std::string> names_;
   std::unordered_map<std::string, ir::ValueId> inputs_;
@@ -318,9 +321,10 @@ class GraphRebuilder {
 
 }  // namespace
 
-ir::Graph to_graph(const TensorEGraph& teg, const NodeChoice& choice) {
+ir::Graph to_graph(const TensorEGraph& teg, const NodeChoice& choice,
+                   std::vector<egraph::NodeId>* made_from) {
   if (!teg.egraph->clean()) fail("to_graph: the e-graph must be rebuilt first");
-  GraphRebuilder rebuilder(teg, choice);
+  GraphRebuilder rebuilder(teg, choice, made_from);
   return std::move(rebuilder).finish();
 }
 

@@ -41,6 +41,10 @@ struct TensorEGraph {
   // Names of source values by the class they became (first name wins), to keep names on the
   // way back.
   std::unordered_map<egraph::EClassId, std::string> class_name;
+  // Provenance of fused kernels: each kernel e-node (fusion.h) and the e-nodes, other than
+  // kernels, that its body was fused from, ascending (the order they were made). With each
+  // e-node's origin (egraph.h) this says which rules a kernel stands on.
+  std::unordered_map<egraph::NodeId, std::vector<egraph::NodeId>> fused_from;
 
   TensorEGraph();
   TensorEGraph(TensorEGraph&&) noexcept;
@@ -57,7 +61,10 @@ using NodeChoice = std::function<egraph::NodeId(egraph::EClassId)>;
 // (all of them, used or not), weights carried over by name, value names kept where a class
 // still stands for a source value. Throws Error on a choice that is not a node of its class or
 // that yields a cycle, and when a chosen node fails shape inference.
-ir::Graph to_graph(const TensorEGraph& teg, const NodeChoice& choice);
+// `made_from`, when given, receives the e-node each node of the result was built from (by the
+// result's NodeId).
+ir::Graph to_graph(const TensorEGraph& teg, const NodeChoice& choice,
+                   std::vector<egraph::NodeId>* made_from = nullptr);
 // The choice that rebuilds the source graph: each class's node from the source when it has
 // one, else its first node.
 NodeChoice original_choice(const TensorEGraph& teg);

@@ -1,11 +1,12 @@
 // `eqfuse optimize MODEL -o OUT.onnx [--device NAME|FILE] [--dim NAME=VALUE...] [--rules FILE...]
 // [--time-limit S] [--node-limit N] [--iter-limit N] [--extract dag|ilp|greedy] [--ilp-time S]
 // [--phases algebra,fusion] [--sequential] [--report FILE.json] [--json] [--no-verify]
-// [--progress]`: optimizes a model
+// [--progress] [--explain]`: optimizes a model
 // (optimizer/optimize.h) and writes the result as ONNX. Prints a summary (kernels and predicted
 // ms before and after, stop reason, extraction, verification); --json puts the report on stdout
-// as one JSON object. Exit 0 done, 1 a rule not proved or verification failed, 2 bad input or
-// usage, 3 unsupported.
+// as one JSON object; --explain prints why each kernel and rewritten node is there (the rules
+// behind it, optimizer/explain.h). Exit 0 done, 1 a rule not proved or verification failed, 2 bad
+// input or usage, 3 unsupported.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -29,9 +30,36 @@ struct OptimizeArgs {
   std::string model, out, report, extract = "dag", phases = "algebra,fusion";
   bool sequential = false;
   std::vector<std::string> dims;
-  bool json = false, no_verify = false, progress = false;
+  bool json = false, no_verify = false, progress = false, explain = false;
   optimizer::OptimizeOptions options;
 };
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+// Why each kernel and rewritten node of the result is there: the rules behind it.
+void print_explanations(const optimizer::Explanations& why) {
+  std::cout << "why:\n";
+  for (const optimizer::NodeExplanation& k : why.kernels) {
+    std::vector<std::string> ops;
+    for (const optimizer::FusedOp& op : k.fused_ops)
+      ops.push_back(op.rule.empty() ? op.op : op.op + "[" + op.rule + "]");
+    std::cout << fmt::format("  {} ({}, {:.4f} ms): fuses {} op{} ({} from the model): {}\n",
+                             k.node, k.kind, k.predicted_ms, k.fused_ops.size(),
+                             k.fused_ops.size() == 1 ? "" : "s", k.ops_from_input, join(ops, " "));
+    std::cout << "      rules: "
+              << (k.rules.empty() ? "none (the model's own ops, fused)" : join(k.rules, " -> "))
+              << "\n";
+  }
+  for (const optimizer::NodeExplanation& r : why.rewritten)
+    std::cout << fmt::format("  {} ({}, {:.4f} ms): made by {}\n", r.node, r.op, r.predicted_ms,
+                             join(r.rules, " -> "));
+  if (why.kernels.empty() && why.rewritten.empty())
+    std::cout << "  no node of the result was made by a rule or by fusion\n";
+}
 
 void print_summary(const optimizer::OptimizeReport& r, const std::string& out) {
   std::cout << fmt::format("{:<22} {:>10} {:>10}\n", "", "before", "after");
@@ -108,6 +136,7 @@ int run_optimize(OptimizeArgs& args) {
     std::cout << j.dump(1) << "\n";
   else
     print_summary(result.report, args.out);
+  if (args.explain && !args.json) print_explanations(result.report.explained);
   return 0;
 }
 
@@ -145,6 +174,9 @@ RegisterCommand optimize_command{
                     "progress lines on stderr (default on a terminal)");
        app.add_option("--threads", args->options.threads, "saturation search threads (default 1)")
            ->check(CLI::PositiveNumber);
+       app.add_flag("--explain", args->explain,
+                    "print, for each kernel and rewritten node, the rules behind it (the report's "
+                    "kernels[] and rewritten[] always carry it)");
        app.footer(
            "Every rule is proved with Z3 before use (cached proofs reused); a rule that is not "
            "proved refuses the run (exit 1). Limits reached are a stop reason, not an error. "

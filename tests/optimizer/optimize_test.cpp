@@ -12,6 +12,7 @@
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "optimizer/optimize.h"
+#include "rules/library.h"
 #include "support/error.h"
 #include "tests/optimizer/test_helpers.h"
 
@@ -48,6 +49,22 @@ ir::Graph conv_bn_graph() {
   ir::ValueId m = b.weight("mean", filled({4}, 0.05, 0.02));
   ir::ValueId v = b.weight("var", filled({4}, 0.8, 0.1));
   b.output(b.op("BatchNormalization", {conv, s, bb, m, v}));
+  return std::move(b).finish();
+}
+
+// GELU as PyTorch exports it, x * 0.5 * (1 + erf(x / sqrt 2)), after a MatMul: the library
+// reassociates its products, and fusion makes one contraction kernel of it.
+ir::Graph gelu_graph() {
+  ir::GraphBuilder b("gelu");
+  ir::ValueId x = b.input("x", ir::DType::f32, {ir::Dim(16), ir::Dim(32)});
+  ir::ValueId w = b.weight("w", filled({32, 32}, -0.3, 0.1));
+  auto scalar = [&](const char* name, double v) {
+    return b.weight(name, ir::Tensor::from_doubles(ir::DType::f32, {}, {v}));
+  };
+  ir::ValueId m = b.op("MatMul", {x, w});
+  ir::ValueId erf = b.op("Erf", {b.op("Div", {m, scalar("sqrt2", 1.4142135)})});
+  ir::ValueId half = b.op("Mul", {m, scalar("half", 0.5)});
+  b.output(b.op("Mul", {half, b.op("Add", {erf, scalar("one", 1.0)})}));
   return std::move(b).finish();
 }
 
@@ -140,4 +157,70 @@ TEST_CASE("bad options and unproved rules get clear errors; limits are stop reas
   optimizer::OptimizeResult r = optimizer::optimize(g, one);
   CHECK(r.report.iterations <= 1);
   CHECK(r.report.verified == "passed");
+}
+
+TEST_CASE("the report explains each kernel by the rules behind its ops", "[optimizer][fast]") {
+  ir::Graph g = gelu_graph();
+  optimizer::OptimizeOptions one, two;
+  two.threads = 2;
+  optimizer::OptimizeResult r = optimizer::optimize(g, one);
+  const auto& kernels = r.report.explained.kernels;
+  REQUIRE(kernels.size() == ops_named(r.graph, "Kernel"));
+  REQUIRE(!kernels.empty());
+  rules::RuleSet library = rules::library_rules();
+  std::vector<std::string> names = r.graph.unique_node_names();
+  for (const optimizer::NodeExplanation& k : kernels) {
+    INFO(k.node);
+    CHECK(std::find(names.begin(), names.end(), k.node) != names.end());
+    CHECK(k.kind == "contraction");
+    CHECK(k.predicted_ms > 0);
+    // Each fused op is the model's or a library rule's; the chain is those rules, once each.
+    REQUIRE(!k.fused_ops.empty());
+    std::vector<std::string> chain;
+    size_t from_input = 0;
+    for (const optimizer::FusedOp& op : k.fused_ops) {
+      if (op.rule.empty()) {
+        ++from_input;
+        continue;
+      }
+      CHECK(library.find(op.rule) != nullptr);
+      if (std::find(chain.begin(), chain.end(), op.rule) == chain.end()) chain.push_back(op.rule);
+    }
+    CHECK(k.ops_from_input == from_input);
+    CHECK(k.rules == chain);
+  }
+  // The kernel's ops cover the model's: MatMul, Div, Erf and the products and sum, some of them
+  // rebuilt by the rules.
+  std::multiset<std::string> ops;
+  for (const auto& op : kernels[0].fused_ops) ops.insert(op.op);
+  CHECK(ops.count("MatMul") == 1);
+  CHECK(ops.count("Erf") == 1);
+  // Provenance does not depend on the thread count.
+  optimizer::OptimizeResult r2 = optimizer::optimize(g, two);
+  REQUIRE(r2.report.explained.kernels.size() == kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    CHECK(r2.report.explained.kernels[i].rules == kernels[i].rules);
+    CHECK(r2.report.explained.kernels[i].fused_ops.size() == kernels[i].fused_ops.size());
+  }
+  // Without fusion the rules' nodes are listed one by one, each with its rule.
+  optimizer::OptimizeOptions algebra;
+  algebra.fusion = false;
+  optimizer::OptimizeResult a = optimizer::optimize(g, algebra);
+  CHECK(a.report.explained.kernels.empty());
+  for (const optimizer::NodeExplanation& n : a.report.explained.rewritten) {
+    REQUIRE(n.rules.size() == 1);
+    CHECK(library.find(n.rules[0]) != nullptr);
+  }
+}
+
+TEST_CASE("a kernel of the model's own ops names no rule", "[optimizer][fast]") {
+  optimizer::OptimizeOptions fusion_only;
+  fusion_only.algebra = false;
+  optimizer::OptimizeResult r = optimizer::optimize(gelu_graph(), fusion_only);
+  REQUIRE(r.report.explained.kernels.size() == 1);
+  const optimizer::NodeExplanation& k = r.report.explained.kernels[0];
+  CHECK(k.rules.empty());
+  CHECK(k.fused_ops.size() == 6);  // MatMul Div Erf Mul Add Mul
+  CHECK(k.ops_from_input == 6);
+  CHECK(r.report.explained.rewritten.empty());
 }

@@ -41,6 +41,18 @@ TEST_CASE("eqfuse optimize: the report, and an output that runs and matches", "[
     CHECK(j["extraction"]["method"] == "dag");
     CHECK(j["predicted_ms_after"].get<double>() <= j["predicted_ms_before"].get<double>());
     CHECK(j["stop_reason"] != "time_limit");
+    // Every kernel of the written model is explained.
+    REQUIRE(j["kernels"].is_array());
+    size_t kinds = 0;
+    for (const auto& [kind, n] : j["kernel_kinds"].items()) kinds += n.get<size_t>();
+    CHECK(j["kernels"].size() == kinds);
+    CHECK(!j["kernels"].empty());
+    for (const auto& k : j["kernels"]) {
+      CHECK(k["op"] == "Kernel");
+      CHECK(!k["fused_ops"].empty());
+      CHECK(k["rules"].is_array());
+    }
+    CHECK(j["rewritten"].is_array());
     std::vector<std::string> check = {
         "run",    out,    "--test-data", example(model, "test_data_set_0"),
         "--rtol", "1e-3", "--atol",      "1e-4"};
@@ -48,6 +60,19 @@ TEST_CASE("eqfuse optimize: the report, and an output that runs and matches", "[
     INFO(describe(check, ran));
     CHECK(ran.code == 0);
   }
+}
+
+TEST_CASE("eqfuse optimize --explain: the rules behind each kernel", "[tools][fast]") {
+  fs::path dir = fresh_dir("cli_optimize_explain");
+  std::vector<std::string> args = {"optimize", example("mlp"), "-o", (dir / "mlp.onnx").string(),
+                                   "--explain"};
+  Result r = run_eqfuse(args);
+  INFO(describe(args, r));
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("why:") != std::string::npos);
+  CHECK(r.out.find("(contraction, ") != std::string::npos);
+  CHECK(r.out.find("fuses ") != std::string::npos);
+  CHECK(r.out.find("rules: ") != std::string::npos);
 }
 
 TEST_CASE("eqfuse optimize: the same bytes at one and two threads", "[tools][fast]") {

@@ -1,0 +1,51 @@
+#pragma once
+// Why the optimized graph looks as it does. For each node of the result that a rewrite made, the
+// rules behind it, read from the e-graph's provenance: each e-node's origin (egraph/egraph.h) and
+// each kernel's fused_from (tensor_egraph.h). A kernel lists the ops it fuses and the rules that
+// made any of them, oldest first, so a user can see which rule to blame; another node made by a
+// rule names that rule. `eqfuse optimize --explain` prints it, the report carries it (kernels[],
+// rewritten[]).
+//
+// What it cannot say: a rule whose right side is one of its pattern variables (x * 1 -> x)
+// makes no e-node, only a union, so it shows in no node's origin.
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cost/cost_model.h"
+#include "ir/graph.h"
+#include "optimizer/tensor_egraph.h"
+
+namespace eqfuse::optimizer {
+
+// An op that a kernel fuses and the rule that made it ("" when the input model had it).
+struct FusedOp {
+  std::string op, rule;
+};
+
+struct NodeExplanation {
+  std::string node;                // its name in the result (Graph::unique_node_names)
+  std::string op;                  // "Kernel" or the op type
+  std::string kind;                // a kernel's kind ("pointwise", ...); "" for other ops
+  std::vector<FusedOp> fused_ops;  // a kernel: the ops it fuses, oldest first
+  size_t ops_from_input = 0;       // of those, how many the input graph had
+  std::vector<std::string> rules;  // the rules that made it (or what it fuses), oldest first
+  double predicted_ms = 0;
+};
+
+// The provenance of each node of `built` (to_graph's result; `made_from` its e-nodes), keyed by
+// the name of the node's first output, which later passes (weight folding) keep.
+using Provenance = std::unordered_map<std::string, NodeExplanation>;
+Provenance node_provenance(const TensorEGraph& teg, const ir::Graph& built,
+                           const std::vector<egraph::NodeId>& made_from);
+
+struct Explanations {
+  std::vector<NodeExplanation> kernels;    // every Kernel node of the result, in graph order
+  std::vector<NodeExplanation> rewritten;  // other nodes that a rule made
+};
+// The explanations of the final graph's nodes (names, kinds and predicted times as they are
+// there).
+Explanations explain(const ir::Graph& result, const Provenance& provenance,
+                     const cost::CostModel& model);
+
+}  // namespace eqfuse::optimizer
