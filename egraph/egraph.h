@@ -29,9 +29,10 @@
 //
 // Provenance: each e-node records its origin, the name of what created it (a rule's name, or
 // "fusion"), or kNoOrigin for the nodes of the input. `set_origin` names the creator of the
-// nodes added from then on; an add that finds an equal node keeps that node's origin (the first
-// creator wins). The runner applies rules one after another in a fixed order, so origins, like
-// the e-graph itself, do not depend on the thread count. `eqfuse optimize --explain` reads them.
+// nodes added from then on (OriginScope sets it for a scope); an add that finds an equal node
+// keeps that node's origin (the first creator wins). The runner applies rules one after another in
+// a fixed order, so origins, like the e-graph itself, do not depend on the thread count. `eqfuse
+// optimize --explain` reads them.
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -129,7 +130,6 @@ class EGraph {
   Symbol origin(NodeId n) const { return origins_[n]; }
   // The origin of nodes added from now on; returns the previous one.
   Symbol set_origin(Symbol origin) { return std::exchange(origin_, origin); }
-  Symbol origin_of_new_nodes() const { return origin_; }
   // Overwrites node n's origin: for a pass that builds an e-graph from another's extracted graph
   // and carries its provenance over.
   void restamp_origin(NodeId n, Symbol origin) { origins_[n] = origin; }
@@ -201,6 +201,19 @@ class EGraph {
   BigVector<NodeId> class_nodes_;
   BigVector<uint32_t> op_begin_;
   BigVector<EClassId> op_classes_;
+};
+
+// Names the creator of the nodes added while it lives, then restores the previous one.
+class OriginScope {
+ public:
+  OriginScope(EGraph& egraph, Symbol origin) : egraph_(egraph), saved_(egraph.set_origin(origin)) {}
+  ~OriginScope() { egraph_.set_origin(saved_); }
+  OriginScope(const OriginScope&) = delete;
+  OriginScope& operator=(const OriginScope&) = delete;
+
+ private:
+  EGraph& egraph_;
+  Symbol saved_;
 };
 
 }  // namespace eqfuse::egraph

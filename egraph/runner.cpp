@@ -142,10 +142,9 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
     const size_t classes_before = egraph.num_classes();
     phase = Clock::now();
     size_t since_check = 0;
-    const Symbol caller_origin = egraph.origin_of_new_nodes();
     for (size_t r = 0; r < rules.size() && !stop; ++r) {
       const Rewrite& rw = rules[r];
-      egraph.set_origin(rule_origins[r]);
+      OriginScope origin(egraph, rule_origins[r]);
       Clock::time_point t = Clock::now();
       size_t applied = 0;
       constexpr size_t kAhead = 8;
@@ -174,7 +173,6 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
       report.rules[r].apply_seconds += since(t);
       it.applications += applied;
     }
-    egraph.set_origin(caller_origin);
     found.clear();
     it.apply_seconds = since(phase);
     const bool changed =

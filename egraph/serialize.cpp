@@ -75,9 +75,11 @@ std::vector<EClassId> add_serialized(EGraph& g, const SerializedEGraph& s) {
         kids.push_back(it->second);
       }
       if (!ready) continue;
-      Symbol caller = g.set_origin(n.origin.empty() ? kNoOrigin : intern(n.origin));
-      EClassId c = g.add(ops[i].first, ops[i].second, kids);
-      g.set_origin(caller);
+      EClassId c;
+      {
+        OriginScope origin(g, n.origin.empty() ? kNoOrigin : intern(n.origin));
+        c = g.add(ops[i].first, ops[i].second, kids);
+      }
       auto [it, fresh] = class_of.emplace(n.eclass, c);
       if (!fresh) g.merge(it->second, c);
       added[i] = true;

@@ -17,10 +17,15 @@ void add_rule(std::vector<std::string>& rules, egraph::Symbol origin) {
 
 }  // namespace
 
+size_t NodeExplanation::ops_from_input() const {
+  return static_cast<size_t>(std::count_if(fused_ops.begin(), fused_ops.end(),
+                                           [](const FusedOp& op) { return op.rule.empty(); }));
+}
+
 Provenance node_provenance(const TensorEGraph& teg, const ir::Graph& built,
                            const std::vector<egraph::NodeId>& made_from) {
   const egraph::EGraph& eg = *teg.egraph;
-  const egraph::Symbol fusion = egraph::intern("fusion");
+  const egraph::Symbol fusion = egraph::intern(kFusionOrigin);
   Provenance out;
   for (size_t i = 0; i < built.nodes().size() && i < made_from.size(); ++i) {
     const ir::Node& node = built.nodes()[i];
@@ -34,8 +39,7 @@ Provenance node_provenance(const TensorEGraph& teg, const ir::Graph& built,
         why.fused_ops.push_back(
             {std::string(egraph::symbol_name(eg.op(part))),
              origin == egraph::kNoOrigin ? "" : std::string(egraph::symbol_name(origin))});
-        why.ops_from_input += eg.origin(part) == egraph::kNoOrigin;
-        add_rule(why.rules, eg.origin(part));
+        add_rule(why.rules, origin);
       }
     } else if (eg.origin(n) != fusion) {
       add_rule(why.rules, eg.origin(n));

@@ -28,9 +28,10 @@ struct NodeExplanation {
   std::string op;                  // "Kernel" or the op type
   std::string kind;                // a kernel's kind ("pointwise", ...); "" for other ops
   std::vector<FusedOp> fused_ops;  // a kernel: the ops it fuses, oldest first
-  size_t ops_from_input = 0;       // of those, how many the input graph had
   std::vector<std::string> rules;  // the rules that made it (or what it fuses), oldest first
   double predicted_ms = 0;
+  // Of the fused ops, how many the input graph had.
+  size_t ops_from_input() const;
 };
 
 // The provenance of each node of `built` (to_graph's result; `made_from` its e-nodes), keyed by

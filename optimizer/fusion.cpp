@@ -772,7 +772,15 @@ class Fuser {
       for (const Candidate& k : found) added.emplace_back(c, k);
     }
     size_t before = eg_.num_nodes();
-    egraph::Symbol caller_origin = eg_.set_origin(egraph::intern("fusion"));
+    add_kernels(added);
+    eg_.rebuild();
+    report_.kernels_added += eg_.num_nodes() - before;
+    return eg_.num_nodes() > before;
+  }
+
+  // Adds each kept kernel to its class, recording the e-nodes it fuses.
+  void add_kernels(const std::vector<std::pair<EClassId, Candidate>>& added) {
+    egraph::OriginScope origin(eg_, egraph::intern(kFusionOrigin));
     for (const auto& [c, k] : added) {
       std::vector<EClassId> leaves;
       std::vector<uint32_t> apps;
@@ -802,10 +810,6 @@ class Fuser {
       }
       eg_.merge(id, c);
     }
-    eg_.set_origin(caller_origin);
-    eg_.rebuild();
-    report_.kernels_added += eg_.num_nodes() - before;
-    return eg_.num_nodes() > before;
   }
 
   static constexpr size_t kOpUnitsPerClass = 4;      // algebraic alternatives fused per class

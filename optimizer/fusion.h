@@ -34,6 +34,9 @@
 
 namespace eqfuse::optimizer {
 
+// The origin (egraph/egraph.h) of the kernel e-nodes that fusion adds.
+inline constexpr const char* kFusionOrigin = "fusion";
+
 enum class KernelKind { Pointwise, Reduction, Contraction, Attention };
 const char* kernel_kind_name(KernelKind k);  // "pointwise", "reduction", ...
 

@@ -63,7 +63,7 @@ nlohmann::json report_json(const OptimizeReport& r) {
           ops.push_back({{"op", op.op},
                          {"rule", op.rule.empty() ? nlohmann::json() : nlohmann::json(op.rule)}});
         one["fused_ops"] = ops;
-        one["ops_from_input"] = e.ops_from_input;
+        one["ops_from_input"] = e.ops_from_input();
       }
       out.push_back(std::move(one));
     }

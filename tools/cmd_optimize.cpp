@@ -49,7 +49,8 @@ void print_explanations(const optimizer::Explanations& why) {
       ops.push_back(op.rule.empty() ? op.op : op.op + "[" + op.rule + "]");
     std::cout << fmt::format("  {} ({}, {:.4f} ms): fuses {} op{} ({} from the model): {}\n",
                              k.node, k.kind, k.predicted_ms, k.fused_ops.size(),
-                             k.fused_ops.size() == 1 ? "" : "s", k.ops_from_input, join(ops, " "));
+                             k.fused_ops.size() == 1 ? "" : "s", k.ops_from_input(),
+                             join(ops, " "));
     std::cout << "      rules: "
               << (k.rules.empty() ? "none (the model's own ops, fused)" : join(k.rules, " -> "))
               << "\n";
