@@ -71,7 +71,9 @@ std::string source_hash(const std::string& text) {
   return fmt::format("{:016x}", h);
 }
 
-std::unique_ptr<CpuModule> CpuModule::build(const ir::Graph& graph, CpuBuildInfo* info) {
+std::unique_ptr<CpuModule> CpuModule::build(
+    const ir::Graph& graph, CpuBuildInfo* info,
+    const std::function<void(const std::string&)>& on_compile) {
   std::unique_ptr<CpuModule> m(new CpuModule());
   m->plan_ = make_plan(graph);
   std::string source = print_kernels(m->plan_, Target::Cpu);
@@ -92,6 +94,9 @@ std::unique_ptr<CpuModule> CpuModule::build(const ir::Graph& graph, CpuBuildInfo
   if (fs::exists(lib)) {
     bi.cached = true;
   } else {
+    if (on_compile)
+      on_compile(fmt::format("compiling the C++ twin ({} stages) with {} (first use; cached in {})",
+                             m->plan_.stages.size(), cxx, dir.parent_path().string()));
     auto t0 = std::chrono::steady_clock::now();
     fs::create_directories(dir);
     // Unique names, renamed into place: concurrent builds of one model do not collide.

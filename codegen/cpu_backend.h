@@ -9,6 +9,7 @@
 // libopenblas-dev or libblas-dev), the twin is built with EQFUSE_CBLAS and hands f32 matrix
 // products to it; by default it keeps its own loops, which measured faster on the 2-core CI
 // machine (README). A failed build is an Error quoting the compiler's first lines.
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,8 +28,12 @@ struct CpuBuildInfo {
 
 class CpuModule {
  public:
-  // Plans, prints and builds (or finds in the cache) the C++ twin of `graph`.
-  static std::unique_ptr<CpuModule> build(const ir::Graph& graph, CpuBuildInfo* info = nullptr);
+  // Plans, prints and builds (or finds in the cache) the C++ twin of `graph`. `on_compile`, when
+  // given, hears one line just before the compiler starts (not on a cache hit), for a progress
+  // line: a first build takes seconds.
+  static std::unique_ptr<CpuModule> build(
+      const ir::Graph& graph, CpuBuildInfo* info = nullptr,
+      const std::function<void(const std::string&)>& on_compile = {});
   ~CpuModule();
   CpuModule(const CpuModule&) = delete;
   CpuModule& operator=(const CpuModule&) = delete;

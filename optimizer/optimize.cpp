@@ -45,18 +45,8 @@ rules::RuleSet proved_rules(const OptimizeOptions& options, OptimizeReport& repo
                             const ProgressFn& progress) {
   // Parsed only: proving checks each rule's types at its bindings too (a right side of the
   // wrong type is refuted, one typed nowhere invalid), and a cached proof needs no enumeration.
-  rules::RuleSet set;
-  if (options.rule_files.empty()) {
-    set = rules::library_rules();
-  } else {
-    for (const std::string& file : options.rule_files) {
-      rules::RuleSet one = rules::parse_rule_file(file);
-      for (rules::Rule& r : one.rules) {
-        if (set.find(r.name)) throw Error(r.where, "rule '" + r.name + "' is defined in two files");
-        set.rules.push_back(std::move(r));
-      }
-    }
-  }
+  rules::RuleSet set = options.rule_files.empty() ? rules::library_rules()
+                                                  : rules::parse_rule_files(options.rule_files);
   auto start = Clock::now();
   std::vector<const rules::Rule*> list;
   for (const rules::Rule& r : set.rules) list.push_back(&r);

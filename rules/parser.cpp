@@ -417,7 +417,12 @@ RuleSet parse_rule_files(const std::vector<std::string>& paths) {
     if (fs::is_directory(path, ec))
       throw Error("cannot read '" + path + "': it is a folder, not a rule file");
     RuleSet set = parse_rule_file(path);
-    for (Rule& r : set.rules) all.rules.push_back(std::move(r));
+    for (Rule& r : set.rules) {
+      if (const Rule* first = all.find(r.name))
+        throw Error(r.where,
+                    "rule '" + r.name + "' is defined twice (first at " + first->where.str() + ")");
+      all.rules.push_back(std::move(r));
+    }
   }
   return all;
 }

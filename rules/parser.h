@@ -24,7 +24,8 @@ namespace eqfuse::rules {
 
 RuleSet parse_rules(std::string_view text, std::string_view file = "<rules>");
 RuleSet parse_rule_file(const std::string& path);
-// The rules of several files, in order (a folder given as a file is an Error naming it).
+// The rules of several files, in order (a folder given as a file is an Error naming it, as is
+// a rule name that two files define).
 RuleSet parse_rule_files(const std::vector<std::string>& paths);
 
 }  // namespace eqfuse::rules

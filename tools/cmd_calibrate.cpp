@@ -53,6 +53,9 @@ RegisterCommand calibrate_command{
        app.add_option("--out", args->out, "where to write the fitted profile (JSON)")->required();
        app.add_option("--device", args->device,
                       "profile to start from (builtin name or file; default: the GPU's own)");
+       app.footer(
+           "Examples:\n  eqfuse calibrate --out h200-calibrated.json\n  eqfuse calibrate --device "
+           "h200 --out mine.json");
        return CommandMain([args] { return run_calibrate(*args); });
      }}};
 

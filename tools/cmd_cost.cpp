@@ -78,6 +78,9 @@ RegisterCommand cost_command{
        app.add_option("--dim", args->binds,
                       "NAME=SIZE: the size of a symbolic dim (repeatable; others default to 1)");
        app.add_flag("--json", args->json, "one JSON document on stdout");
+       app.footer(
+           "Examples:\n  eqfuse cost examples/models/mlp/model.onnx --device h200\n  eqfuse cost "
+           "model.onnx --device a100 --dim batch=64 --json");
        return CommandMain([args] { return run_cost(*args); });
      }}};
 

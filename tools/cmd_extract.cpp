@@ -107,6 +107,9 @@ RegisterCommand extract_command{
                     "ILP: a line on stderr when the best cost or the bound moves (the default "
                     "when stderr is a terminal)");
        app.add_option("--out", args->out, "write the choice {eclass id: node id} here");
+       app.footer(
+           "Examples:\n  eqfuse extract eg.json --method dag\n  eqfuse extract eg.json --method "
+           "ilp --time-limit 30 --out choice.json");
        return CommandMain([args] { return run_extract(*args); });
      }}};
 

@@ -130,6 +130,9 @@ RegisterCommand info_command{
        auto opt = std::make_shared<InfoOptions>();
        app.add_option("model", opt->model, "ONNX model file")->required();
        app.add_flag("--json", opt->json, "Print one JSON document on stdout");
+       app.footer(
+           "Examples:\n  eqfuse info examples/models/mlp/model.onnx\n  eqfuse info model.onnx "
+           "--json");
        return CommandMain([opt] { return run_info(*opt); });
      }}};
 

@@ -182,7 +182,11 @@ RegisterCommand optimize_command{
            "Every rule is proved with Z3 before use (cached proofs reused); a rule that is not "
            "proved refuses the run (exit 1). Limits reached are a stop reason, not an error. "
            "Verification runs the original and optimized graphs in the interpreter on random "
-           "inputs (rtol 1e-3, atol 1e-4) where the weights exist; a mismatch is exit 1.");
+           "inputs (rtol 1e-3, atol 1e-4) where the weights exist; a mismatch is exit 1.\n\n"
+           "Examples:\n  eqfuse optimize examples/models/mlp/model.onnx -o out.onnx --explain\n"
+           "  eqfuse optimize model.onnx -o out.onnx --device a100 --dim batch=32 --json\n"
+           "  eqfuse optimize model.onnx -o out.onnx --rules my.rules --phases algebra\n"
+           "  eqfuse optimize model.onnx -o out.onnx --extract ilp --ilp-time 30 --report r.json");
        return CommandMain([args] { return run_optimize(*args); });
      }}};
 

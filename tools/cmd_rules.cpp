@@ -18,6 +18,7 @@
 #include "rules/prove/batch.h"
 #include "support/error.h"
 #include "tools/command.h"
+#include "tools/progress_line.h"
 
 namespace eqfuse::tools {
 namespace {
@@ -31,6 +32,7 @@ struct RulesArgs {
   bool json = false;
   unsigned jobs = 0;
   bool no_cache = false;
+  bool progress = false;
   std::string name;
   ProveOptions options;
 };
@@ -68,7 +70,13 @@ std::vector<RuleProof> prove_all(const RuleSet& set, const RulesArgs& args) {
   for (const Rule& r : set.rules) rules.push_back(&r);
   std::unique_ptr<ProofCache> cache;
   if (!args.no_cache) cache = std::make_unique<ProofCache>();
-  return prove_rules(rules, args.options, args.jobs, cache.get());
+  ProgressLine line(args.progress);
+  ProofProgress progress;
+  if (line.enabled())
+    progress = [&line](size_t done, size_t total, const RuleProof& p) {
+      line.update(fmt::format("[{}/{}] {} {}", done, total, verdict_name(p.verdict), p.name));
+    };
+  return prove_rules(rules, args.options, args.jobs, cache.get(), progress);
 }
 
 int run_check(const RulesArgs& args) {
@@ -141,6 +149,9 @@ RegisterCommand rules_command{
        check->add_flag("--json", args->json, "stdout: a JSON array, one object per rule");
        check->add_option("--jobs,-j", args->jobs, "worker threads (default: all cores)");
        check->add_flag("--no-cache", args->no_cache, "ignore and do not update the proof cache");
+       check->add_flag(
+           "--progress", args->progress,
+           "a line on stderr per rule proved (default: one updated line on a terminal)");
        auto limits = [&](CLI::App* sub) {
          sub->add_option_function<double>(
                 "--query-time",
@@ -162,13 +173,19 @@ RegisterCommand rules_command{
            "other rules go on. Verdicts: proved; refuted (with a counterexample that replays in "
            "the interpreter); invalid (the right side type-checks nowhere); unseparated (proved "
            "at bounds that do not separate two dims or attribute values the rule may confuse: "
-           "not a proof); unknown.");
+           "not a proof); unknown.\n\n"
+           "Examples:\n  eqfuse rules check rules/library/*.rules\n"
+           "  eqfuse rules check my.rules --json --no-cache\n"
+           "  eqfuse rules check slow.rules --rule-time 300 --jobs 2");
        CLI::App* show = app.add_subcommand("show", "A rule, its proof shapes and status");
        show->add_option("name", args->name, "rule name")->required();
        show->add_option("--rules", args->files, "rule files (default: the library)");
        show->add_flag("--json", args->json, "stdout: one JSON object");
        show->add_flag("--no-cache", args->no_cache, "ignore and do not update the proof cache");
        limits(show);
+       show->footer(
+           "Examples:\n  eqfuse rules show mul-comm\n  eqfuse rules show my-rule --rules my.rules "
+           "--json");
        return CommandMain(
            [args, check] { return check->parsed() ? run_check(*args) : run_show(*args); });
      }}};

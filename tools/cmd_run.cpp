@@ -20,6 +20,7 @@
 #include "support/error.h"
 #include "tools/command.h"
 #include "tools/model_summary.h"
+#include "tools/progress_line.h"
 #include "tools/random_inputs.h"
 
 namespace eqfuse::tools {
@@ -124,7 +125,9 @@ int run_model(const RunOptions& opt) {
   double build_ms = 0;
   if (opt.backend == "cpu") {
     auto tb = std::chrono::steady_clock::now();
-    twin = codegen::CpuModule::build(graph, &build);
+    ProgressLine line;
+    twin = codegen::CpuModule::build(graph, &build,
+                                     [&line](const std::string& what) { line.update(what); });
     build_ms = ms_since(tb);
   } else if (opt.backend == "cuda") {
     std::string why;
@@ -254,6 +257,10 @@ RegisterCommand run_command{
        app.add_option("--backend", opt->backend,
                       "interpreter (default), cpu (the generated C++ twin, built with the "
                       "system compiler on first use), cuda");
+       app.footer(
+           "Examples:\n  eqfuse run examples/models/mlp/model.onnx --test-data "
+           "examples/models/mlp/test_data_set_0\n  eqfuse run out.onnx --backend cpu --dim batch=8 "
+           "--seed 1\n  eqfuse run model.onnx --input x=x.pb --output-dir outs");
        return CommandMain([opt] {
          try {
            return run_model(*opt);

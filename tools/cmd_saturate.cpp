@@ -120,6 +120,9 @@ RegisterCommand saturate_command{
        app.add_flag("--json", o->json, "print one JSON object");
        app.add_option("--dump", o->dump,
                       "write the e-graph: OUT.json (egraph-serialize) or OUT.dot");
+       app.footer(
+           "Examples:\n  eqfuse saturate --rules r.rules --term \"(* (+ a b) 1)\"\n  eqfuse "
+           "saturate --rules r.rules --term \"(* (+ a b) 1)\" --node-limit 10000 --dump eg.json");
        return CommandMain([o] { return saturate(*o); });
      }}};
 

@@ -4,15 +4,23 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 namespace eqfuse::rules::prove {
 
 std::vector<RuleProof> prove_rules(const std::vector<const Rule*>& rules,
                                    const ProveOptions& options, unsigned jobs,
-                                   const ProofCache* cache) {
+                                   const ProofCache* cache, const ProofProgress& progress) {
   std::vector<RuleProof> results(rules.size());
   std::atomic<size_t> next{0};
+  std::mutex progress_mutex;
+  size_t done = 0;
+  auto finished = [&](size_t i) {
+    if (!progress) return;
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    progress(++done, rules.size(), results[i]);
+  };
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(options.file_seconds));
@@ -22,6 +30,7 @@ std::vector<RuleProof> prove_rules(const std::vector<const Rule*>& rules,
       if (cache) {
         if (auto hit = cache->load(rule, options)) {
           results[i] = std::move(*hit);
+          finished(i);
           continue;
         }
       }
@@ -32,10 +41,12 @@ std::vector<RuleProof> prove_rules(const std::vector<const Rule*>& rules,
         results[i].reason =
             fmt::format("time limit: the limit of {} s for all rules was reached before this one",
                         options.file_seconds);
+        finished(i);
         continue;
       }
       results[i] = prove_rule(rule, options, deadline);
       if (cache) cache->store(rule, options, results[i]);
+      finished(i);
     }
   };
   if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());

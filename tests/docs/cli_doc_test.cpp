@@ -35,6 +35,7 @@ std::vector<std::string> split_lines(const std::string& text) {
 struct Help {
   std::vector<std::string> subcommands;
   std::set<std::string> flags;
+  std::vector<std::string> examples;  // the command lines under "Examples:"
 };
 
 Help parse_help(const std::string& text) {
@@ -51,7 +52,9 @@ Help parse_help(const std::string& text) {
     if (line.size() < 3 || line[2] == ' ') continue;
     std::string entry = line.substr(2);
     std::string head = entry.substr(0, entry.find("  "));
-    if (block == "Subcommands:") {
+    if (block == "Examples:") {
+      help.examples.push_back(entry);
+    } else if (block == "Subcommands:") {
       help.subcommands.push_back(head);
     } else if (block == "Options:") {
       std::string names = head.substr(0, head.find(' '));  // "-j,--jobs" without "UINT"
@@ -170,6 +173,22 @@ TEST_CASE("docs/cli.md documents every command and flag that --help lists", "[do
       continue;
     }
     commands.insert(command);
+    // Every command that does work shows examples in its --help, and each example of this
+    // command uses only flags the command has.
+    if (help.subcommands.empty() && command != "version") {
+      INFO("`eqfuse " << command << " --help` has no Examples: section");
+      CHECK(!help.examples.empty());
+    }
+    for (const std::string& example : help.examples) {
+      std::vector<std::string> w = words(example);
+      std::vector<std::string> own = words("eqfuse " + command);
+      if (w.size() < own.size() || !std::equal(own.begin(), own.end(), w.begin())) continue;
+      for (const std::string& token : w)
+        if (token.rfind("-", 0) == 0) {
+          INFO("`eqfuse " << command << " --help` example uses " << token << ": " << example);
+          CHECK(help.flags.count(token.substr(0, token.find('='))));
+        }
+    }
     auto it = sections.find(command);
     if (it == sections.end()) {
       FAIL_CHECK("docs/cli.md needs a heading `eqfuse " << command << "`");

@@ -176,3 +176,17 @@ TEST_CASE("rules: each static error names file:line:col, what was expected, and 
   e = parse_error("(rewrite r (Softmax ?x :axis (+ 1 1)) ?x)");
   CHECK_THAT(e, Catch::Contains("or an attribute variable"));
 }
+
+TEST_CASE("a rule name defined in two files is refused, naming both", "[rules][parser][fast]") {
+  auto dir = std::filesystem::temp_directory_path() / "eqfuse-parser-two-files";
+  std::filesystem::create_directories(dir);
+  std::string a = (dir / "a.rules").string(), b = (dir / "b.rules").string();
+  std::ofstream(a) << "(rewrite same (Relu (Relu ?x)) (Relu ?x))\n";
+  std::ofstream(b) << "\n(rewrite other (Neg (Neg ?x)) ?x)\n(rewrite same (Neg ?x) ?x)\n";
+  CHECK(rules::parse_rule_files({a}).rules.size() == 1);
+  CHECK_THROWS_WITH(rules::parse_rule_files({a, b}),
+                    Catch::Contains("b.rules:3:") &&
+                        Catch::Contains("rule 'same' is defined twice") &&
+                        Catch::Contains("a.rules:1:"));
+  std::filesystem::remove_all(dir);
+}

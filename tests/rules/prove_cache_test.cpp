@@ -1,6 +1,8 @@
 // Proofs are cached by normalized rule text under the cache directory, and reused.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <set>
+#include <string>
 
 #include "rules/parser.h"
 #include "rules/prove/batch.h"
@@ -57,5 +59,33 @@ TEST_CASE("an unseparated proof is stored and reloaded as it is, never as proved
   CHECK(second.reason == first.reason);
   // At the default bounds the same rule separates every pair and is proved.
   CHECK(prove_rules(rules, {}, 1, &cache).at(0).verdict == Verdict::Proved);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("progress hears each rule once, proved afresh or from the cache",
+          "[rules][prove][fast]") {
+  auto dir = std::filesystem::temp_directory_path() / "eqfuse-prove-progress-test";
+  std::filesystem::remove_all(dir);
+  ProofCache cache(dir);
+  rules::RuleSet set = rules::parse_rules(
+      "(rewrite add-comm (Add ?a ?b) (Add ?b ?a))\n"
+      "(rewrite sub-comm (Sub ?a ?b) (Sub ?b ?a))\n"
+      "(rewrite mul-comm (Mul ?a ?b) (Mul ?b ?a))\n");
+  std::vector<const rules::Rule*> rules = {&set.rules[0], &set.rules[1], &set.rules[2]};
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<size_t> counts;
+    std::multiset<std::string> names;
+    size_t refuted = 0;
+    prove_rules(rules, {}, 2, &cache, [&](size_t done, size_t total, const RuleProof& p) {
+      CHECK(total == 3);
+      counts.push_back(done);
+      names.insert(p.name);
+      refuted += p.verdict == Verdict::Refuted;
+    });
+    INFO("pass " << pass);
+    CHECK(counts == std::vector<size_t>{1, 2, 3});
+    CHECK(names == std::multiset<std::string>{"add-comm", "mul-comm", "sub-comm"});
+    CHECK(refuted == 1);
+  }
   std::filesystem::remove_all(dir);
 }

@@ -8,7 +8,6 @@
 // holding model.onnx. Exit 0 done (a model that fails is reported in its row), 1 a twin whose
 // outputs differ from the interpreter's (after the table is written), 2 bad usage.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -28,6 +27,7 @@
 #include "tools/eqfuse_bench/ort_peer.h"
 #include "tools/eqfuse_bench/plot.h"
 #include "tools/model_summary.h"
+#include "tools/progress_line.h"
 #include "tools/random_inputs.h"
 
 namespace eqfuse::bench {
@@ -79,11 +79,9 @@ std::vector<ir::Tensor> bench_inputs(const ir::Graph& graph, const fs::path& mod
   return tools::random_inputs(graph, 1, dims);
 }
 
-nlohmann::json bench_model(const Args& args, const fs::path& model, const std::string& progress) {
-  auto say = [&](const std::string& what) {
-    if (isatty(STDERR_FILENO))
-      std::cerr << fmt::format("\r\033[K{} {}", progress, what) << std::flush;
-  };
+nlohmann::json bench_model(const Args& args, const fs::path& model, const std::string& progress,
+                           tools::ProgressLine& line) {
+  auto say = [&](const std::string& what) { line.update(progress + " " + what); };
   nlohmann::json row = {{"model", model.parent_path().filename().string()},
                         {"file", model.string()}};
   say("import");
@@ -122,7 +120,7 @@ nlohmann::json bench_model(const Args& args, const fs::path& model, const std::s
   say("build the C++ twin");
   auto tb = Clock::now();
   codegen::CpuBuildInfo info;
-  std::unique_ptr<codegen::CpuModule> twin = codegen::CpuModule::build(opt.graph, &info);
+  std::unique_ptr<codegen::CpuModule> twin = codegen::CpuModule::build(opt.graph, &info, say);
   row["twin_build_seconds"] = seconds_since(tb);
   row["twin_build_cached"] = info.cached;
   say("C++ twin");
@@ -199,17 +197,18 @@ int run(const Args& args) {
     ort_note =
         "ONNX Runtime columns skipped: pass --ort DIR, a folder holding "
         "node_modules/onnxruntime-node (npm install --ignore-scripts onnxruntime-node)";
+  tools::ProgressLine line;
   for (size_t i = 0; i < args.models.size(); ++i) {
     fs::path model = model_file(args.models[i]);
     std::string progress = fmt::format("[{}/{}] {}:", i + 1, args.models.size(),
                                        model.parent_path().filename().string());
     try {
-      rows.push_back(bench_model(args, model, progress));
+      rows.push_back(bench_model(args, model, progress, line));
     } catch (const Error& e) {
       rows.push_back({{"model", model.parent_path().filename().string()}, {"error", e.what()}});
     }
   }
-  if (isatty(STDERR_FILENO)) std::cerr << "\r\033[K";
+  line.clear();
   print_table(rows, args.devices.front(), !args.ort.empty());
   if (!ort_note.empty()) std::cout << ort_note << "\n";
   nlohmann::json doc = {{"devices", args.devices}, {"runs", args.runs}, {"models", rows}};
