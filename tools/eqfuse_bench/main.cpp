@@ -1,9 +1,10 @@
 // `eqfuse-bench MODEL... [--device NAME ...] [--json FILE] [--plot FILE.svg] [--runs N]
-// [--ort DIR] [--no-measure]`: eqfuse beside the original model and its peers, per model:
-// kernels before and after, predicted time per device, optimization time, the measured CPU
-// time of the generated C++ twin of the optimized model against the reference interpreter on
+// [--ort DIR] [--gpu-results FILE] [--no-measure]`: eqfuse beside the original model and its peers,
+// per model: kernels before and after, predicted time per device, optimization time, the measured
+// CPU time of the generated C++ twin of the optimized model against the reference interpreter on
 // the original (same inputs, outputs compared), and where ONNX Runtime is installed
-// (onnxruntime-node, --ort DIR) its own optimized graph: kernels and CPU latency. Prints a
+// (onnxruntime-node, --ort DIR) its own optimized graph: kernels and CPU latency; where
+// bench/gpu/run.sh has measured on a GPU, those figures (gpu_results.h). Prints a
 // table, and writes JSON and an SVG bar chart on request. A MODEL is an .onnx file or a folder
 // holding model.onnx. Exit 0 done (a model that fails is reported in its row), 1 a twin whose
 // outputs differ from the interpreter's (after the table is written), 2 bad usage.
@@ -24,6 +25,7 @@
 #include "ir/interpreter.h"
 #include "optimizer/optimize.h"
 #include "support/error.h"
+#include "tools/eqfuse_bench/gpu_results.h"
 #include "tools/eqfuse_bench/ort_peer.h"
 #include "tools/eqfuse_bench/plot.h"
 #include "tools/model_summary.h"
@@ -39,7 +41,7 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   std::vector<std::string> models;
   std::vector<std::string> devices = {"h200"};
-  std::string json, plot, ort;
+  std::string json, plot, ort, gpu_results;
   int runs = 5;
   bool no_measure = false;
 };
@@ -154,11 +156,20 @@ std::string cell(const nlohmann::json& row, const char* key, const char* format 
   return row[key].dump();
 }
 
-void print_table(const nlohmann::json& rows, const std::string& device, bool ort) {
-  std::cout << fmt::format("{:<16} {:>7} {:>7} {:>7} {:>10} {:>10} {:>8} {:>10} {:>9} {:>8}{}\n",
-                           "model", "kernels", "eqfuse", "ORT", device + " ms", "eqfuse ms",
-                           "opt s", "interp ms", "twin ms", "twin x",
-                           ort ? fmt::format(" {:>8} {:>8}", "ORT ms", "ORT/twin") : "");
+// A measured GPU figure at batch 1, or "-".
+std::string gpu_cell(const nlohmann::json& row, const char* key, const char* format) {
+  if (!row.contains("gpu")) return "-";
+  const nlohmann::json& b1 = row["gpu"]["batches"]["1"];
+  if (!b1.contains(key) || !b1[key].is_number()) return "-";
+  return fmt::format(fmt::runtime(format), b1[key].get<double>());
+}
+
+void print_table(const nlohmann::json& rows, const std::string& device, bool ort, bool gpu) {
+  std::cout << fmt::format(
+      "{:<16} {:>7} {:>7} {:>7} {:>10} {:>10} {:>8} {:>10} {:>9} {:>8}{}{}\n", "model", "kernels",
+      "eqfuse", "ORT", device + " ms", "eqfuse ms", "opt s", "interp ms", "twin ms", "twin x",
+      ort ? fmt::format(" {:>8} {:>8}", "ORT ms", "ORT/twin") : "",
+      gpu ? fmt::format(" {:>9} {:>9} {:>9}", "GPU ms", "compile", "comp/eqf") : "");
   for (const auto& r : rows) {
     if (r.contains("error")) {
       std::cout << fmt::format("{:<16} error: {}\n", r["model"].get<std::string>(),
@@ -181,6 +192,10 @@ void print_table(const nlohmann::json& rows, const std::string& device, bool ort
       else
         std::cout << fmt::format(" {:>8} {:>8}", "-", "-");
     }
+    if (gpu)
+      std::cout << fmt::format(" {:>9} {:>9} {:>9}", gpu_cell(r, "eqfuse_ms", "{:.4f}"),
+                               gpu_cell(r, "compile_ms", "{:.4f}"),
+                               gpu_cell(r, "compile_vs_eqfuse", "{:.2f}x"));
     if (r.contains("twin_match") && !r["twin_match"].get<bool>()) std::cout << "  TWIN MISMATCH";
     if (r.contains("measured_note"))
       std::cout << "  (" << r["measured_note"].get<std::string>() << ")";
@@ -197,6 +212,25 @@ int run(const Args& args) {
     ort_note =
         "ONNX Runtime columns skipped: pass --ort DIR, a folder holding "
         "node_modules/onnxruntime-node (npm install --ignore-scripts onnxruntime-node)";
+  // Measured GPU figures: --gpu-results FILE, else bench/gpu/results/gpu.json where it exists.
+  std::string gpu_file = args.gpu_results;
+  if (gpu_file.empty() && fs::exists(kDefaultGpuResults)) gpu_file = kDefaultGpuResults;
+  std::map<std::string, nlohmann::json> gpu;
+  std::string gpu_note;
+  if (!gpu_file.empty()) {
+    gpu = read_gpu_results(gpu_file);
+    std::string device =
+        gpu.empty() ? "no model" : gpu.begin()->second["device"].get<std::string>();
+    gpu_note = fmt::format(
+        "GPU columns (batch 1; eqfuse's generic CUDA build and torch.compile, median ms) from {}, "
+        "measured on {} by bench/gpu/run.sh",
+        gpu_file, device);
+  } else {
+    gpu_note = fmt::format(
+        "GPU columns skipped: no {} (bench/gpu/run.sh writes it on a machine with a GPU; or pass "
+        "--gpu-results FILE)",
+        kDefaultGpuResults);
+  }
   tools::ProgressLine line;
   for (size_t i = 0; i < args.models.size(); ++i) {
     fs::path model = model_file(args.models[i]);
@@ -204,15 +238,20 @@ int run(const Args& args) {
                                        model.parent_path().filename().string());
     try {
       rows.push_back(bench_model(args, model, progress, line));
+      if (auto it = gpu.find(rows.back()["model"].get<std::string>()); it != gpu.end())
+        rows.back()["gpu"] = it->second;
     } catch (const Error& e) {
       rows.push_back({{"model", model.parent_path().filename().string()}, {"error", e.what()}});
     }
   }
   line.clear();
-  print_table(rows, args.devices.front(), !args.ort.empty());
+  print_table(rows, args.devices.front(), !args.ort.empty(), !gpu_file.empty());
   if (!ort_note.empty()) std::cout << ort_note << "\n";
+  std::cout << gpu_note << "\n";
   nlohmann::json doc = {{"devices", args.devices}, {"runs", args.runs}, {"models", rows}};
   if (!ort_note.empty()) doc["ort_note"] = ort_note;
+  doc["gpu_results"] = gpu_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(gpu_file);
+  doc["gpu_note"] = gpu_note;
   if (!args.json.empty()) {
     std::ofstream f(args.json);
     if (!(f << doc.dump(1) << "\n")) throw Error("cannot write '" + args.json + "'");
@@ -241,12 +280,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--ort", args.ort,
                  "folder holding node_modules/onnxruntime-node: adds ONNX Runtime's columns");
+  app.add_option("--gpu-results", args.gpu_results,
+                 "merged GPU results of bench/gpu/run.sh (default bench/gpu/results/gpu.json where "
+                 "it exists): adds measured GPU columns");
   app.add_flag("--no-measure", args.no_measure,
                "skip the measured CPU columns (no C++ compiler needed)");
   app.footer(
       "Examples:\n  eqfuse-bench examples/models/*\n"
       "  eqfuse-bench ../shared/models/* --device h200 --device a100 --json r.json --plot r.svg\n"
-      "  eqfuse-bench ../shared/models/mlp_block --ort /tmp/ort");
+      "  eqfuse-bench ../shared/models/mlp_block --ort /tmp/ort\n"
+      "  eqfuse-bench ../shared/models/* --gpu-results bench/gpu/results/gpu.json");
   try {
     app.parse(argc, argv);
     return bench::run(args);
