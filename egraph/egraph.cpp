@@ -174,9 +174,14 @@ void EGraph::push_parents(EClassId c, BigVector<NodeId>& out) const {
 }
 
 bool EGraph::merge(EClassId a, EClassId b) {
-  a = unionfind_.find_mut(a);
-  b = unionfind_.find_mut(b);
+  return merge_as(a, b, origin_);
+}
+
+bool EGraph::merge_as(EClassId given_a, EClassId given_b, Symbol origin) {
+  EClassId a = unionfind_.find_mut(given_a);
+  EClassId b = unionfind_.find_mut(given_b);
   if (a == b) return false;
+  merge_log_.push_back({given_a, given_b, origin});
   auto [root, absorbed] = unionfind_.unite_roots(a, b);
   // The absorbed class's parents now hold a non-canonical child: repair them in rebuild.
   push_parents(absorbed, pending_);
@@ -227,7 +232,7 @@ size_t EGraph::rebuild() {
         // Congruence: n now equals m. Keep m, retire n.
         dead_[n] = 1;
         --live_nodes_;
-        if (merge(m, n)) ++merges;
+        if (merge_as(m, n, congruence_origin_)) ++merges;
       }
     }
     while (!analysis_pending_.empty() && pending_.empty()) {
@@ -316,10 +321,10 @@ void EGraph::reserve(size_t nodes, size_t child_slots) {
 
 size_t EGraph::memory_bytes() const {
   auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
-  return bytes(nodes_) + bytes(children_) + bytes(dead_) + bytes(origins_) + bytes(slot_next_) +
-         bytes(slot_node_) + bytes(parent_head_) + unionfind_.memory_bytes() + bytes(table_) +
-         bytes(pending_) + bytes(analysis_pending_) + bytes(class_list_) + bytes(class_begin_) +
-         bytes(class_nodes_) + bytes(op_begin_) + bytes(op_classes_);
+  return bytes(nodes_) + bytes(children_) + bytes(dead_) + bytes(origins_) + bytes(merge_log_) +
+         bytes(slot_next_) + bytes(slot_node_) + bytes(parent_head_) + unionfind_.memory_bytes() +
+         bytes(table_) + bytes(pending_) + bytes(analysis_pending_) + bytes(class_list_) +
+         bytes(class_begin_) + bytes(class_nodes_) + bytes(op_begin_) + bytes(op_classes_);
 }
 
 }  // namespace eqfuse::egraph

@@ -31,8 +31,13 @@
 // "fusion"), or kNoOrigin for the nodes of the input. `set_origin` names the creator of the
 // nodes added from then on (OriginScope sets it for a scope); an add that finds an equal node
 // keeps that node's origin (the first creator wins). The runner applies rules one after another in
-// a fixed order, so origins, like the e-graph itself, do not depend on the thread count. `eqfuse
-// optimize --explain` reads them.
+// a fixed order, so origins, like the e-graph itself, do not depend on the thread count. Each
+// successful merge is logged too, with the two ids it was given and the origin current then
+// (`kCongruenceOrigin` for rebuild's own congruence merges): since every merge joins two
+// different classes, the log is a spanning forest of each class over its e-nodes, and the path
+// between two e-nodes in it is the chain of merges that made them equal (egraph/merge_forest.h,
+// egg's explanation forest without congruence's sub-proofs). `eqfuse optimize --explain` reads
+// origins and merges.
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -50,6 +55,15 @@ using NodeId = uint32_t;
 inline constexpr uint32_t kNoId = std::numeric_limits<uint32_t>::max();
 inline constexpr const char* kProjOp = "Proj";
 inline constexpr Symbol kNoOrigin = kNoId;
+// The origin of the merges that rebuild makes to restore congruence.
+inline constexpr const char* kCongruenceOrigin = "congruence";
+
+// One successful merge: the ids it was given (each the NodeId of an e-node of its class) and
+// the origin current then.
+struct MergeRecord {
+  NodeId a, b;
+  Symbol origin;
+};
 
 class EGraph;
 
@@ -81,7 +95,8 @@ class Analysis {
 
 class EGraph {
  public:
-  explicit EGraph(Analysis* analysis = nullptr) : analysis_(analysis) {}
+  explicit EGraph(Analysis* analysis = nullptr)
+      : analysis_(analysis), congruence_origin_(intern(kCongruenceOrigin)) {}
   EGraph(const EGraph&) = delete;
   EGraph& operator=(const EGraph&) = delete;
 
@@ -133,6 +148,8 @@ class EGraph {
   // Overwrites node n's origin: for a pass that builds an e-graph from another's extracted graph
   // and carries its provenance over.
   void restamp_origin(NodeId n, Symbol origin) { origins_[n] = origin; }
+  // Every successful merge so far, in order.
+  std::span<const MergeRecord> merges() const { return merge_log_; }
 
   // Read indexes, valid when clean. Classes ascend by id; a class's nodes are sorted by
   // (op, NodeId); classes_with_op lists, ascending, the classes having a node with that op.
@@ -157,6 +174,7 @@ class EGraph {
   void push_parents(EClassId c, BigVector<NodeId>& out) const;
   uint32_t hash_node(Symbol op, AttrId attrs, std::span<const EClassId> children) const;
   bool node_equals(NodeId n, Symbol op, AttrId attrs, std::span<const EClassId> children) const;
+  bool merge_as(EClassId a, EClassId b, Symbol origin);
   // Finds an equal node in the table, or inserts `n` (when n != kNoId). Returns the node found,
   // or kNoId when none was there.
   NodeId find_or_insert(Symbol op, AttrId attrs, std::span<const EClassId> children, NodeId n);
@@ -178,6 +196,8 @@ class EGraph {
   BigVector<uint8_t> dead_;
   BigVector<Symbol> origins_;
   Symbol origin_ = kNoOrigin;
+  BigVector<MergeRecord> merge_log_;
+  Symbol congruence_origin_;
   // Parent rings: for each child slot, the next slot of the same ring, and its node; the head
   // slot of each class's ring (kNoId when it has no parents).
   BigVector<uint32_t> slot_next_;

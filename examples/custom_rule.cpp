@@ -5,8 +5,8 @@
 // the prover proves it with Z3 at every binding of ranks and dim sizes it enumerates. A second,
 // wrong rule, |relu(a)| = |a|, is refuted with a counterexample (any negative a), and optimize
 // refuses a rule file holding it. With the sound rule alone, optimize removes the Relu of
-// y = relu(|x|) * 2, verified in the interpreter. Built and run by the tests
-// (example_custom_rule).
+// y = relu(|x|) * 2, verified in the interpreter, and its report names the rule that did it. Built
+// and run by the tests (example_custom_rule).
 //
 //   custom_rule DIR     (where the rule files are written)
 #include <cstdio>
@@ -83,8 +83,16 @@ int main(int argc, char** argv) {
   std::printf("with %s: Relu ops %zu -> %zu, verification %s\n", sound.filename().string().c_str(),
               result.report.ops_before.at("Relu"), relus, result.report.verified.c_str());
 
-  bool ok =
-      sound_proved && !wrong_proved && refused && relus == 0 && result.report.verified == "passed";
+  // Why: the Relu of the model is gone, replaced by what the rule proved equal to it.
+  bool blamed = false;
+  for (const optimizer::Replacement& r : result.report.explained.replaced) {
+    std::printf("  %s (%s) is now %s, by %s\n", r.node.c_str(), r.op.c_str(), r.now.c_str(),
+                r.rules.at(0).c_str());
+    blamed = blamed || (r.op == "Relu" && r.rules == std::vector<std::string>{"relu-of-abs"});
+  }
+
+  bool ok = sound_proved && !wrong_proved && refused && relus == 0 && blamed &&
+            result.report.verified == "passed";
   std::printf("%s\n", ok ? "as expected" : "NOT AS EXPECTED");
   return ok ? 0 : 1;
 }

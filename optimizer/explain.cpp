@@ -1,6 +1,9 @@
 #include "optimizer/explain.h"
 
 #include <algorithm>
+#include <unordered_set>
+
+#include "egraph/merge_forest.h"
 
 #include "ir/kernel_body.h"
 #include "optimizer/fusion.h"
@@ -49,6 +52,65 @@ Provenance node_provenance(const TensorEGraph& teg, const ir::Graph& built,
   return out;
 }
 
+std::vector<Replacement> replaced_nodes(const TensorEGraph& teg, const ir::Graph& built,
+                                        const std::vector<egraph::NodeId>& made_from) {
+  const egraph::EGraph& eg = *teg.egraph;
+  // The e-nodes the result computes as they are, and where each class's value is now.
+  struct Where {
+    egraph::NodeId node;
+    std::string now;
+  };
+  std::unordered_set<egraph::NodeId> present;
+  std::unordered_map<egraph::EClassId, Where> where;
+  for (size_t i = 0; i < built.nodes().size() && i < made_from.size(); ++i) {
+    const ir::Node& node = built.nodes()[i];
+    if (node.outputs.empty()) continue;
+    egraph::NodeId n = made_from[i];
+    const std::string& value = built.value(node.outputs[0]).name;
+    present.insert(n);
+    where[eg.find(n)] = {n, value + " (" + node.op_type + ")"};
+  }
+  for (size_t i = 0; i < built.nodes().size() && i < made_from.size(); ++i) {
+    auto fused = teg.fused_from.find(made_from[i]);
+    if (fused == teg.fused_from.end() || built.nodes()[i].outputs.empty()) continue;
+    const std::string& kernel = built.value(built.nodes()[i].outputs[0]).name;
+    for (egraph::NodeId part : fused->second) {
+      present.insert(part);
+      where.emplace(eg.find(part), Where{part, "inside kernel " + kernel});
+    }
+  }
+  const ir::Graph& source = *teg.source;
+  auto leaves = [&](const std::vector<ir::ValueId>& values, const char* what) {
+    for (ir::ValueId v : values) {
+      egraph::NodeId n = teg.value_node[v];
+      const std::string& name = source.value(v).name;
+      if (n != egraph::kNoId && built.find_value(name))
+        where.emplace(eg.find(n), Where{n, std::string(what) + " " + name});
+    }
+  };
+  leaves(source.inputs(), "input");
+  leaves(source.weights(), "weight");
+
+  const egraph::Symbol congruence = egraph::intern(egraph::kCongruenceOrigin);
+  const egraph::Symbol fusion = egraph::intern(kFusionOrigin);
+  egraph::MergeForest forest(eg);
+  std::vector<std::string> names = source.unique_node_names();
+  std::vector<Replacement> out;
+  for (size_t i = 0; i < source.nodes().size(); ++i) {
+    const ir::Node& node = source.nodes()[i];
+    if (node.outputs.size() != 1) continue;
+    egraph::NodeId o = teg.value_node[node.outputs[0]];
+    if (o == egraph::kNoId || present.count(o)) continue;
+    auto it = where.find(eg.find(o));
+    if (it == where.end()) continue;  // its value is not needed any more
+    Replacement r{names[i], node.op_type, it->second.now, {}};
+    for (const egraph::MergeRecord& m : forest.path(o, it->second.node))
+      if (m.origin != congruence && m.origin != fusion) add_rule(r.rules, m.origin);
+    if (!r.rules.empty()) out.push_back(std::move(r));
+  }
+  return out;
+}
+
 Explanations explain(const ir::Graph& result, const Provenance& provenance,
                      const cost::CostModel& model) {
   Explanations out;
@@ -63,6 +125,7 @@ Explanations explain(const ir::Graph& result, const Provenance& provenance,
     }
     if (!kernel && why.rules.empty()) continue;
     why.node = names[i];
+    why.output = node.outputs.empty() ? "" : result.value(node.outputs[0]).name;
     why.op = node.op_type;
     if (kernel) {
       auto kind = kernel_node_kind(result, node);

@@ -6,8 +6,11 @@
 // rule names that rule. `eqfuse optimize --explain` prints it, the report carries it (kernels[],
 // rewritten[]).
 //
-// What it cannot say: a rule whose right side is one of its pattern variables (x * 1 -> x)
-// makes no e-node, only a union, so it shows in no node's origin.
+// A rule whose right side is one of its pattern variables (x * 1 -> x) makes no e-node, only a
+// merge, so no node's origin names it; such rules show where a node of the input model is gone:
+// each input node that the result no longer computes, what computes its value now, and the rules
+// on the chain of merges between the two (egraph/merge_forest.h). The sequential pipeline
+// re-imports the algebra's graph, so there only fusion's merges are seen.
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +28,7 @@ struct FusedOp {
 
 struct NodeExplanation {
   std::string node;                // its name in the result (Graph::unique_node_names)
+  std::string output;              // the name of its first output value
   std::string op;                  // "Kernel" or the op type
   std::string kind;                // a kernel's kind ("pointwise", ...); "" for other ops
   std::vector<FusedOp> fused_ops;  // a kernel: the ops it fuses, oldest first
@@ -40,9 +44,27 @@ using Provenance = std::unordered_map<std::string, NodeExplanation>;
 Provenance node_provenance(const TensorEGraph& teg, const ir::Graph& built,
                            const std::vector<egraph::NodeId>& made_from);
 
+// A node of the input model that the result no longer has, and why.
+struct Replacement {
+  std::string node;  // its name in the input model (Graph::unique_node_names)
+  std::string op;
+  // What computes its value in the result: "VALUE (OP)" for a node of the result (by its output's
+  // name), "inside kernel VALUE", "input NAME" or "weight NAME".
+  std::string now;
+  // The rules on the chain of merges that made the two equal, in chain order (congruence, fusion
+  // and the analysis's own merges left out).
+  std::vector<std::string> rules;
+};
+// The input nodes of teg.source that `built` (to_graph's result; `made_from` its e-nodes) no
+// longer computes as they were, whose replacement a rule proved equal. Input nodes merely fused
+// into a kernel are not listed: the kernel's fused_ops name them.
+std::vector<Replacement> replaced_nodes(const TensorEGraph& teg, const ir::Graph& built,
+                                        const std::vector<egraph::NodeId>& made_from);
+
 struct Explanations {
   std::vector<NodeExplanation> kernels;    // every Kernel node of the result, in graph order
   std::vector<NodeExplanation> rewritten;  // other nodes that a rule made
+  std::vector<Replacement> replaced;       // input nodes a rule replaced
 };
 // The explanations of the final graph's nodes (names, kinds and predicted times as they are
 // there).

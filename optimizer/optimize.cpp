@@ -179,6 +179,7 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
   std::vector<egraph::NodeId> made_from;
   ir::Graph optimized = to_graph(teg, report.extraction.choice, &made_from);
   Provenance provenance = node_provenance(teg, optimized, made_from);
+  std::vector<Replacement> replaced = replaced_nodes(teg, optimized, made_from);
 
   // Weight-only subgraphs, computed once now.
   FoldReport folded = fold_weight_subgraphs(optimized);
@@ -188,6 +189,7 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
 
   report.kernels_after = count_kernels(optimized);
   report.explained = explain(optimized, provenance, model);
+  report.explained.replaced = std::move(replaced);
   for (const NodeExplanation& k : report.explained.kernels) ++report.kernel_kinds[k.kind];
   report.ops_after = launching_ops(optimized);
   report.predicted_ms_after = model.graph_cost(optimized).ms();

@@ -54,8 +54,11 @@ nlohmann::json report_json(const OptimizeReport& r) {
   auto explained = [](const std::vector<NodeExplanation>& list) {
     nlohmann::json out = nlohmann::json::array();
     for (const NodeExplanation& e : list) {
-      nlohmann::json one = {
-          {"node", e.node}, {"op", e.op}, {"rules", e.rules}, {"predicted_ms", e.predicted_ms}};
+      nlohmann::json one = {{"node", e.node},
+                            {"output", e.output},
+                            {"op", e.op},
+                            {"rules", e.rules},
+                            {"predicted_ms", e.predicted_ms}};
       if (e.op == ir::kKernelOp) {
         one["kind"] = e.kind;
         nlohmann::json ops = nlohmann::json::array();
@@ -71,6 +74,10 @@ nlohmann::json report_json(const OptimizeReport& r) {
   };
   j["kernels"] = explained(r.explained.kernels);
   j["rewritten"] = explained(r.explained.rewritten);
+  nlohmann::json replaced = nlohmann::json::array();
+  for (const Replacement& e : r.explained.replaced)
+    replaced.push_back({{"node", e.node}, {"op", e.op}, {"now", e.now}, {"rules", e.rules}});
+  j["replaced"] = replaced;
   return j;
 }
 

@@ -86,7 +86,7 @@ TensorEGraph from_graph(const ir::Graph& graph) {
   auto define = [&](ir::ValueId v, EClassId c) {
     value_class[v] = c;
     teg.value_node[v] = c;  // no merges yet: the class id is the adding node's id
-    teg.class_name.emplace(c, graph.value(v).name);
+    teg.class_name.emplace_back(c, graph.value(v).name);
   };
   for (ir::ValueId v : graph.inputs()) {
     const ir::Value& value = graph.value(v);

@@ -38,9 +38,10 @@ struct TensorEGraph {
   // The e-node that each value of the source graph became (by ValueId; kNoId for values of
   // nodes that were dropped). Choosing these rebuilds the source graph.
   std::vector<egraph::NodeId> value_node;
-  // Names of source values by the class they became (first name wins), to keep names on the
-  // way back.
-  std::unordered_map<egraph::EClassId, std::string> class_name;
+  // Names of source values and the class each became, in the order they were defined (inputs,
+  // weights, then the nodes' outputs), to keep names on the way back: when classes merge, the
+  // name defined first wins.
+  std::vector<std::pair<egraph::EClassId, std::string>> class_name;
   // Provenance of fused kernels: each kernel e-node (fusion.h) and the e-nodes, other than
   // kernels, that its body was fused from, ascending (the order they were made). With each
   // e-node's origin (egraph.h) this says which rules a kernel stands on.

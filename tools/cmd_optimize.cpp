@@ -47,8 +47,8 @@ void print_explanations(const optimizer::Explanations& why) {
     std::vector<std::string> ops;
     for (const optimizer::FusedOp& op : k.fused_ops)
       ops.push_back(op.rule.empty() ? op.op : op.op + "[" + op.rule + "]");
-    std::cout << fmt::format("  {} ({}, {:.4f} ms): fuses {} op{} ({} from the model): {}\n",
-                             k.node, k.kind, k.predicted_ms, k.fused_ops.size(),
+    std::cout << fmt::format("  {} -> {} ({}, {:.4f} ms): fuses {} op{} ({} from the model): {}\n",
+                             k.node, k.output, k.kind, k.predicted_ms, k.fused_ops.size(),
                              k.fused_ops.size() == 1 ? "" : "s", k.ops_from_input(),
                              join(ops, " "));
     std::cout << "      rules: "
@@ -56,9 +56,12 @@ void print_explanations(const optimizer::Explanations& why) {
               << "\n";
   }
   for (const optimizer::NodeExplanation& r : why.rewritten)
-    std::cout << fmt::format("  {} ({}, {:.4f} ms): made by {}\n", r.node, r.op, r.predicted_ms,
+    std::cout << fmt::format("  {} -> {} ({}, {:.4f} ms): made by {}\n", r.node, r.output, r.op,
+                             r.predicted_ms, join(r.rules, " -> "));
+  for (const optimizer::Replacement& r : why.replaced)
+    std::cout << fmt::format("  {} ({}) of the model is now {}: by {}\n", r.node, r.op, r.now,
                              join(r.rules, " -> "));
-  if (why.kernels.empty() && why.rewritten.empty())
+  if (why.kernels.empty() && why.rewritten.empty() && why.replaced.empty())
     std::cout << "  no node of the result was made by a rule or by fusion\n";
 }
 

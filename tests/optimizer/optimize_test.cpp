@@ -224,3 +224,45 @@ TEST_CASE("a kernel of the model's own ops names no rule", "[optimizer][fast]") 
   CHECK(k.ops_from_input() == 6);
   CHECK(r.report.explained.rewritten.empty());
 }
+
+TEST_CASE("a node a rule removed names that rule, though the rule made no node",
+          "[optimizer][fast]") {
+  // Transpose(Transpose(x)) -> x and Neg(Neg(y)) -> y merge classes and add nothing: only the
+  // chain of merges can name them.
+  ir::Graph g = double_transpose_graph();
+  for (bool fusion : {false, true}) {
+    INFO("fusion " << fusion);
+    optimizer::OptimizeOptions options;
+    options.fusion = fusion;
+    optimizer::OptimizeResult r = optimizer::optimize(g, options);
+    const auto& replaced = r.report.explained.replaced;
+    std::vector<std::string> names = g.unique_node_names();
+    rules::RuleSet library = rules::library_rules();
+    bool transpose = false, neg = false;
+    for (const optimizer::Replacement& e : replaced) {
+      INFO(e.node << " " << e.op << " now " << e.now);
+      CHECK(std::find(names.begin(), names.end(), e.node) != names.end());
+      REQUIRE(!e.rules.empty());
+      for (const std::string& rule : e.rules) CHECK(library.find(rule) != nullptr);
+      if (e.op == "Transpose" && e.now == "input x") transpose = true;
+      if (e.op == "Neg" && e.now == "input y") {
+        neg = true;
+        CHECK(e.rules == std::vector<std::string>{"neg-neg"});
+      }
+    }
+    CHECK(transpose);
+    CHECK(neg);
+    // The same at two threads.
+    options.threads = 2;
+    optimizer::OptimizeResult r2 = optimizer::optimize(g, options);
+    REQUIRE(r2.report.explained.replaced.size() == replaced.size());
+    for (size_t i = 0; i < replaced.size(); ++i) {
+      CHECK(r2.report.explained.replaced[i].node == replaced[i].node);
+      CHECK(r2.report.explained.replaced[i].rules == replaced[i].rules);
+    }
+  }
+  // Fusion alone replaces nothing by a rule.
+  optimizer::OptimizeOptions fusion_only;
+  fusion_only.algebra = false;
+  CHECK(optimizer::optimize(g, fusion_only).report.explained.replaced.empty());
+}

@@ -51,8 +51,15 @@ TEST_CASE("eqfuse optimize: the report, and an output that runs and matches", "[
       CHECK(k["op"] == "Kernel");
       CHECK(!k["fused_ops"].empty());
       CHECK(k["rules"].is_array());
+      CHECK(k["output"].is_string());
     }
     CHECK(j["rewritten"].is_array());
+    REQUIRE(j["replaced"].is_array());
+    for (const auto& e : j["replaced"]) {
+      CHECK(e["node"].is_string());
+      CHECK(e["now"].is_string());
+      CHECK(!e["rules"].empty());
+    }
     std::vector<std::string> check = {
         "run",    out,    "--test-data", example(model, "test_data_set_0"),
         "--rtol", "1e-3", "--atol",      "1e-4"};
@@ -73,6 +80,8 @@ TEST_CASE("eqfuse optimize --explain: the rules behind each kernel", "[tools][fa
   CHECK(r.out.find("(contraction, ") != std::string::npos);
   CHECK(r.out.find("fuses ") != std::string::npos);
   CHECK(r.out.find("rules: ") != std::string::npos);
+  // The GELU's bias Add of the model went into the kernel as rewritten by a rule.
+  CHECK(r.out.find("of the model is now inside kernel ") != std::string::npos);
 }
 
 TEST_CASE("eqfuse optimize: the same bytes at one and two threads", "[tools][fast]") {
