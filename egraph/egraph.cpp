@@ -181,7 +181,7 @@ bool EGraph::merge_as(EClassId given_a, EClassId given_b, Symbol origin) {
   EClassId a = unionfind_.find_mut(given_a);
   EClassId b = unionfind_.find_mut(given_b);
   if (a == b) return false;
-  merge_log_.push_back({given_a, given_b, origin});
+  if (record_merges_) merge_log_.push_back({given_a, given_b, origin});
   auto [root, absorbed] = unionfind_.unite_roots(a, b);
   // The absorbed class's parents now hold a non-canonical child: repair them in rebuild.
   push_parents(absorbed, pending_);

@@ -31,13 +31,14 @@
 // "fusion"), or kNoOrigin for the nodes of the input. `set_origin` names the creator of the
 // nodes added from then on (OriginScope sets it for a scope); an add that finds an equal node
 // keeps that node's origin (the first creator wins). The runner applies rules one after another in
-// a fixed order, so origins, like the e-graph itself, do not depend on the thread count. Each
-// successful merge is logged too, with the two ids it was given and the origin current then
-// (`kCongruenceOrigin` for rebuild's own congruence merges): since every merge joins two
-// different classes, the log is a spanning forest of each class over its e-nodes, and the path
-// between two e-nodes in it is the chain of merges that made them equal (egraph/merge_forest.h,
-// egg's explanation forest without congruence's sub-proofs). `eqfuse optimize --explain` reads
-// origins and merges.
+// a fixed order, so origins, like the e-graph itself, do not depend on the thread count. Where
+// `record_merges(true)` asks for it (off by default, as egg's explanations are: it costs 12 bytes
+// a merge, and saturation-heavy e-graphs merge millions of times), each successful merge is
+// logged too, with the two ids it was given and the origin current then (`kCongruenceOrigin` for
+// rebuild's own congruence merges): since every merge joins two different classes, the log is a
+// spanning forest of each class over its e-nodes, and the path between two e-nodes in it is the
+// chain of merges that made them equal (egraph/merge_forest.h, egg's explanation forest without
+// congruence's sub-proofs). `eqfuse optimize --explain` reads origins and merges.
 #include <cstdint>
 #include <limits>
 #include <span>
@@ -148,7 +149,9 @@ class EGraph {
   // Overwrites node n's origin: for a pass that builds an e-graph from another's extracted graph
   // and carries its provenance over.
   void restamp_origin(NodeId n, Symbol origin) { origins_[n] = origin; }
-  // Every successful merge so far, in order.
+  // Log merges from now on (see above); off by default.
+  void record_merges(bool on) { record_merges_ = on; }
+  // Every successful merge logged so far, in order.
   std::span<const MergeRecord> merges() const { return merge_log_; }
 
   // Read indexes, valid when clean. Classes ascend by id; a class's nodes are sorted by
@@ -198,6 +201,7 @@ class EGraph {
   Symbol origin_ = kNoOrigin;
   BigVector<MergeRecord> merge_log_;
   Symbol congruence_origin_;
+  bool record_merges_ = false;
   // Parent rings: for each child slot, the next slot of the same ring, and its node; the head
   // slot of each class's ring (kNoId when it has no parents).
   BigVector<uint32_t> slot_next_;

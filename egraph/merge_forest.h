@@ -1,11 +1,11 @@
 #pragma once
 // Why two e-nodes are equal: the chain of merges that joined their classes. The e-graph logs
-// each successful merge (EGraph::merges); as each joined two different classes, the log is a
-// spanning forest of every class over its e-nodes, and the unique path between two e-nodes of
-// one class is the chain of merges, each with its origin (a rule's name, "fusion",
-// kCongruenceOrigin, or kNoOrigin for a merge made outside any rule, such as the analysis's
-// constant folding). This is egg's explanation forest without the sub-proofs of congruence: a
-// congruence step says that two nodes became equal because their children did.
+// each successful merge where asked to (EGraph::record_merges, EGraph::merges); as each joined two
+// different classes, the log is a spanning forest of every class over its e-nodes, and the unique
+// path between two e-nodes of one class is the chain of merges, each with its origin (a rule's
+// name, "fusion", kCongruenceOrigin, or kNoOrigin for a merge made outside any rule, such as the
+// analysis's constant folding). This is egg's explanation forest without the sub-proofs of
+// congruence: a congruence step says that two nodes became equal because their children did.
 #include <unordered_map>
 #include <vector>
 

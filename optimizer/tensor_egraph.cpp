@@ -78,6 +78,7 @@ TensorEGraph from_graph(const ir::Graph& graph) {
   TensorEGraph teg;
   teg.analysis = std::make_unique<TensorAnalysis>();
   teg.egraph = std::make_unique<egraph::EGraph>(teg.analysis.get());
+  teg.egraph->record_merges(true);  // for explanations (optimizer/explain.h)
   teg.source = std::make_shared<const ir::Graph>(graph);
   TensorAnalysis& analysis = *teg.analysis;
   egraph::EGraph& eg = *teg.egraph;

@@ -22,6 +22,7 @@ std::vector<std::string> origins(const std::vector<MergeRecord>& path) {
 
 TEST_CASE("the path between two e-nodes is the chain of merges, in order", "[egraph][fast]") {
   EGraph g;
+  g.record_merges(true);
   EClassId a = add_term(g, "a"), b = add_term(g, "b"), c = add_term(g, "c"), d = add_term(g, "d"),
            e = add_term(g, "e");
   {
@@ -49,6 +50,7 @@ TEST_CASE("the path between two e-nodes is the chain of merges, in order", "[egr
 
 TEST_CASE("rebuild's merges are logged as congruence", "[egraph][fast]") {
   EGraph g;
+  g.record_merges(true);
   EClassId fa = add_term(g, "(f a)"), fb = add_term(g, "(f b)");
   EClassId a = add_term(g, "a"), b = add_term(g, "b");
   {
@@ -57,6 +59,9 @@ TEST_CASE("rebuild's merges are logged as congruence", "[egraph][fast]") {
   }
   g.rebuild();
   REQUIRE(g.find(fa) == g.find(fb));
+  EGraph quiet;  // not asked to: nothing logged
+  quiet.merge(add_term(quiet, "a"), add_term(quiet, "b"));
+  CHECK(quiet.merges().empty());
   std::vector<MergeRecord> path = MergeForest(g).path(fa, fb);
   CHECK(origins(path) == std::vector<std::string>{kCongruenceOrigin});
 }
@@ -64,6 +69,7 @@ TEST_CASE("rebuild's merges are logged as congruence", "[egraph][fast]") {
 TEST_CASE("every class's merges form a tree: a path joins any two of its nodes", "[egraph][fast]") {
   std::mt19937 rng(7);
   EGraph g;
+  g.record_merges(true);
   std::vector<EClassId> ids;
   for (int i = 0; i < 60; ++i) ids.push_back(add_term(g, "x" + std::to_string(i)));
   for (int i = 0; i < 40; ++i) {
