@@ -21,6 +21,7 @@
 #include "optimizer/optimize.h"
 #include "support/error.h"
 #include "tools/command.h"
+#include "tools/progress_line.h"
 #include "tools/random_inputs.h"
 
 namespace eqfuse::tools {
@@ -79,7 +80,11 @@ int run_compile(const CompileArgs& a) {
   if (!a.no_optimize) {
     optimizer::OptimizeOptions opt;
     opt.device = a.device;
-    graph = optimizer::optimize(graph, opt).graph;
+    ProgressLine line;
+    graph =
+        optimizer::optimize(graph, opt, [&line](const std::string& phase, const std::string& what) {
+          line.update("[" + phase + "] " + what);
+        }).graph;
     optimize_s = seconds();
   }
   codegen::KernelPlan plan = codegen::make_plan(graph);

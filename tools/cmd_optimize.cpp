@@ -8,7 +8,6 @@
 // behind it, optimizer/explain.h). Exit 0 done, 1 a rule not proved or verification failed, 2 bad
 // input or usage, 3 unsupported.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <fstream>
 #include <iostream>
@@ -21,6 +20,7 @@
 #include "optimizer/report_json.h"
 #include "support/error.h"
 #include "tools/command.h"
+#include "tools/progress_line.h"
 #include "tools/random_inputs.h"
 
 namespace eqfuse::tools {
@@ -122,12 +122,14 @@ int run_optimize(OptimizeArgs& args) {
   optimizer::set_phases(args.options, phases);
   args.options.sequential = args.sequential;
   ir::Graph graph = frontend::import_onnx(args.model);
+  ProgressLine line(args.progress);
   optimizer::ProgressFn progress;
-  if (args.progress || (!args.json && isatty(STDERR_FILENO)))
-    progress = [](const std::string& phase, const std::string& line) {
-      std::cerr << fmt::format("[{}] {}\n", phase, line);
+  if (line.enabled() && (args.progress || !args.json))
+    progress = [&line](const std::string& phase, const std::string& what) {
+      line.update(fmt::format("[{}] {}", phase, what));
     };
   optimizer::OptimizeResult result = optimizer::optimize(graph, args.options, progress);
+  line.clear();
   frontend::export_onnx(result.graph, args.out);
   nlohmann::json j = optimizer::report_json(result.report);
   j["output"] = args.out;

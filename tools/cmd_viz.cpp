@@ -14,6 +14,7 @@
 #include "optimizer/optimize.h"
 #include "support/error.h"
 #include "tools/command.h"
+#include "tools/progress_line.h"
 #include "tools/random_inputs.h"
 #include "viz/egraph_dot.h"
 #include "viz/graph_dot.h"
@@ -49,7 +50,12 @@ int run_viz(const VizArgs& args) {
       optimizer::OptimizeOptions options;
       options.device = args.device;
       options.dim_bindings = cost_options.dim_bindings;
-      graph = optimizer::optimize(graph, options).graph;
+      ProgressLine line;
+      graph = optimizer::optimize(graph, options,
+                                  [&line](const std::string& phase, const std::string& what) {
+                                    line.update("[" + phase + "] " + what);
+                                  })
+                  .graph;
     }
     cost::CostModel model(cost::DeviceProfile::load(args.device), cost_options);
     viz::GraphDotOptions options;
