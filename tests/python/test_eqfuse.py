@@ -45,6 +45,18 @@ class Optimize(unittest.TestCase):
         self.assertGreater(r["rules"]["count"], 0)
         self.assertIn(r["extraction"]["method"], ("dag", "ilp", "greedy"))
 
+    def test_report_says_why(self):
+        r = self.report
+        self.assertEqual(len(r["kernels"]), sum(r["kernel_kinds"].values()))
+        for k in r["kernels"]:
+            self.assertTrue(k["fused_ops"])
+            self.assertIn("output", k)
+        # The MLP's bias Add and GELU's Add are rebuilt by rules inside the kernels.
+        self.assertTrue(r["replaced"])
+        for e in r["replaced"]:
+            self.assertTrue(e["rules"])
+            self.assertTrue(e["now"].startswith("inside kernel ") or "(" in e["now"])
+
     def test_optimized_model_matches_the_test_data(self):
         x, expected = test_data(MLP)
         name = self.model.graph.input[0].name
