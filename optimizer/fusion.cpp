@@ -630,6 +630,43 @@ class Fuser {
     return verdict->second.first ? t : std::nullopt;
   }
 
+  // The largest kernel at class c that recomputes nothing: grown from unit u by merging, of
+  // the focus graph's producers, only those whose every consumer is already inside the kernel
+  // (a post-dominator region, as TVM's fusion forms them), each as the focus graph computes it.
+  // The greedy growth above crosses such boundaries and recomputes the shared producer in each
+  // consumer; this one stops there, so the two together give extraction both shapes.
+  std::optional<Candidate> closed_growth(EClassId c, uint32_t u) {
+    if (phase_ >= choices_.size()) return std::nullopt;  // consumers need one focus graph
+    std::set<EClassId> inside = {c}, refused;
+    uint32_t grown = u;
+    size_t grown_ops = 0;
+    for (bool merged_one = true; merged_one;) {
+      merged_one = false;
+      std::vector<EClassId> leaves;
+      std::vector<uint32_t> apps;
+      terms_.walk(grown, leaves, apps);
+      for (EClassId x : leaves) {
+        if (refused.count(x)) continue;
+        auto unit = chosen_units_.find(x);
+        auto users = consumers_.find(x);
+        if (unit == chosen_units_.end() || users == consumers_.end()) continue;
+        if (!std::includes(inside.begin(), inside.end(), users->second.begin(),
+                           users->second.end()))
+          continue;  // read outside the kernel too: it stays a kernel input
+        if (auto k = try_merge(c, grown, x, unit->second)) {
+          grown = k->term;
+          grown_ops = k->ops;
+          inside.insert(x);
+          merged_one = true;
+          break;
+        }
+        refused.insert(x);
+      }
+    }
+    if (grown == u) return std::nullopt;
+    return Candidate{grown, grown_ops, true, {}};
+  }
+
   // One merge, if legal and proved.
   std::optional<Candidate> try_merge(EClassId c, uint32_t u, EClassId x, uint32_t p) {
     ++report_.candidates;
@@ -663,6 +700,15 @@ class Fuser {
         if (std::find(list.begin(), list.end(), n) == list.end()) list.push_back(n);
         if (f == phase_) chosen.emplace(eg_.find(n), n);
       }
+    // The consumers of each class in this phase's focus graph, for growth without recomputation.
+    consumers_.clear();
+    chosen_units_.clear();
+    for (EClassId c : classes) {  // in class order: terms are made in a fixed order
+      auto it = chosen.find(c);
+      if (it == chosen.end()) continue;
+      for (EClassId k : eg_.children(it->second)) consumers_[eg_.find(k)].insert(c);
+      if (auto u = unit_of(it->second)) chosen_units_.emplace(c, *u);
+    }
     for (EClassId c : classes) {
       if (!runtime_class(c)) continue;
       std::vector<std::pair<std::pair<size_t, size_t>, uint32_t>> kernels;
@@ -762,6 +808,7 @@ class Fuser {
           }
         }
         if (grown != u) keep(Candidate{grown, grown_ops, ui == 0, {}});
+        if (ui == 0) keep(closed_growth(c, u));
       }
       std::stable_sort(found.begin(), found.end(), [&](const Candidate& a, const Candidate& b) {
         if (a.preferred != b.preferred) return a.preferred;
@@ -833,6 +880,10 @@ class Fuser {
   std::vector<std::vector<NodeId>> choices_;  // each focus graph's e-nodes
   size_t phase_ = 0;                          // < choices_.size(): that focus graph alone
   std::set<egraph::AttrId> lineage_;          // bodies of the kernels this phase made
+  // This round's focus graph (phase_ < choices_.size()): each class's consumers and the unit of
+  // its e-node there.
+  std::unordered_map<EClassId, std::set<EClassId>> consumers_;
+  std::unordered_map<EClassId, uint32_t> chosen_units_;
   std::unique_ptr<rules::prove::ProofCache> cache_;
   std::unordered_map<uint32_t, std::vector<NodeId>> sources_;  // term -> e-nodes it fuses
 };

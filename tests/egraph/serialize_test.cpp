@@ -103,3 +103,13 @@ TEST_CASE("each e-node records the rule that created it", "[serialize][provenanc
   CHECK(tagged > 0);
   CHECK(tagged_back == tagged);
 }
+
+TEST_CASE("an origin that is not a string is an error naming the node", "[egraph][fast]") {
+  const char* text = R"({"nodes": {"n0": {"op": "a", "eclass": "c0", "children": []},
+                                   "n1": {"op": "b", "eclass": "c1", "children": [], "origin": 7}}})";
+  CHECK_THROWS_WITH(parse_serialized_egraph(text, "bad.json"),
+                    Catch::Contains("bad.json") && Catch::Contains("n1") &&
+                        Catch::Contains("\"origin\" must be a string"));
+  const char* ok = R"({"nodes": {"n0": {"op": "a", "eclass": "c0", "origin": null}}})";
+  CHECK(parse_serialized_egraph(ok).nodes.at(0).origin.empty());
+}

@@ -97,6 +97,8 @@ TEST_CASE("BatchNormalization folds into the Conv's weights at optimize time",
   optimizer::OptimizeResult r = optimizer::optimize(g);
   CHECK(ops_named(r.graph, "BatchNormalization") == 0);
   INFO(ir::print_graph(r.graph));
+  std::printf("predicted %g ms, kernels %zu\n", r.report.predicted_ms_after,
+              r.report.kernels_after);
   CHECK(r.report.kernels_after == 1);  // the Conv alone, its folded weights computed
   CHECK(r.report.weights_folded > 0);
   CHECK(r.report.verified == "passed");
@@ -265,4 +267,46 @@ TEST_CASE("a node a rule removed names that rule, though the rule made no node",
   optimizer::OptimizeOptions fusion_only;
   fusion_only.algebra = false;
   CHECK(optimizer::optimize(g, fusion_only).report.explained.replaced.empty());
+}
+
+namespace {
+
+// LayerNorm written out (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add) on the last
+// axis of x, as PyTorch exports it before opset 17.
+ir::ValueId layer_norm(ir::GraphBuilder& b, ir::ValueId x, const std::string& tag) {
+  auto scalar = [&](const std::string& name, double v) {
+    return b.weight(tag + name, ir::Tensor::from_doubles(ir::DType::f32, {}, {v}));
+  };
+  ir::AttrList axes = {{"axes", std::vector<int64_t>{-1}}};
+  ir::ValueId centred = b.op("Sub", {x, b.op("ReduceMean", {x}, axes)});
+  ir::ValueId var = b.op("ReduceMean", {b.op("Pow", {centred, scalar("two", 2)})}, axes);
+  ir::ValueId norm =
+      b.op("Div", {centred, b.op("Sqrt", {b.op("Add", {var, scalar("eps", 1e-5)})})});
+  return b.op("Add", {b.op("Mul", {norm, b.weight(tag + "g", filled({32}, 0.5, 0.1))}),
+                      b.weight(tag + "b", filled({32}, -0.1, 0.05))});
+}
+
+}  // namespace
+
+TEST_CASE("a written-out LayerNorm fuses whole, without recomputing the one before it",
+          "[optimizer][fast]") {
+  // y1 = LN(x); y2 = LN(y1 + y1 @ w + bias): y1 is read by the MatMul and by the residual add.
+  ir::GraphBuilder b("two_layer_norms");
+  ir::ValueId x = b.input("x", ir::DType::f32, {ir::Dim(16), ir::Dim(32)});
+  ir::ValueId y1 = layer_norm(b, x, "ln1.");
+  ir::ValueId h = b.op("Add", {b.op("MatMul", {y1, b.weight("w", filled({32, 32}, -0.3, 0.1))}),
+                               b.weight("bias", filled({32}, 0.1, 0.02))});
+  b.output(layer_norm(b, b.op("Add", {y1, h}), "ln2."));
+  ir::Graph g = std::move(b).finish();
+  // Fusion alone: with the algebra, the joint e-graph ends at 3 kernels here (README, limits).
+  optimizer::OptimizeOptions fusion_only;
+  fusion_only.algebra = false;
+  optimizer::OptimizeResult r = optimizer::optimize(g, fusion_only);
+  CHECK(r.report.verified == "passed");
+  // One reduction kernel for LN1, one contraction kernel with the residual and LN2 as its
+  // epilogue (growing past y1, read by both, would recompute LN1: 4 kernels before).
+  INFO(ir::print_graph(r.graph));
+  CHECK(r.report.kernels_after == 2);
+  auto inputs = test::random_inputs(g);
+  CHECK(test::same_results(ir::Interpreter(g).run(inputs), ir::Interpreter(r.graph).run(inputs)));
 }
