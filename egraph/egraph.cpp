@@ -106,7 +106,7 @@ void EGraph::erase_from_table(NodeId n) {
   --table_used_;
 }
 
-EClassId EGraph::lookup(Symbol op, AttrId attrs, std::span<const EClassId> children) const {
+NodeId EGraph::lookup_node(Symbol op, AttrId attrs, std::span<const EClassId> children) const {
   if (table_.empty()) return kNoId;
   ChildBuffer buf;
   buf.resize(children.size());
@@ -118,8 +118,19 @@ EClassId EGraph::lookup(Symbol op, AttrId attrs, std::span<const EClassId> child
     uint64_t e = table_[i];
     NodeId m = entry_node(e);
     if (m == kNoId) return kNoId;
-    if (entry_hash(e) == h && node_equals(m, op, attrs, canon)) return find(m);
+    if (entry_hash(e) == h && node_equals(m, op, attrs, canon)) return m;
   }
+}
+
+EClassId EGraph::lookup(Symbol op, AttrId attrs, std::span<const EClassId> children) const {
+  NodeId m = lookup_node(op, attrs, children);
+  return m == kNoId ? kNoId : find(m);
+}
+
+NodeId EGraph::live_node(NodeId n) const {
+  if (n == kNoId || !dead_[n]) return n;
+  NodeId m = lookup_node(op(n), this->attrs(n), children(n));
+  return m != kNoId && !dead_[m] ? m : kNoId;
 }
 
 void EGraph::link_parent_slot(uint32_t slot, EClassId child) {

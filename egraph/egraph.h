@@ -142,6 +142,10 @@ class EGraph {
     return {children_.data() + nodes_[n].begin, nodes_[n].end - nodes_[n].begin};
   }
   bool is_live(NodeId n) const { return !dead_[n]; }
+  // The live node equal to n: n itself while it lives; once a rebuild has found n congruent to
+  // another node and kept that one, the one kept (kNoId if none is, as before the first rebuild).
+  // Passes that remember nodes across rebuilds (a graph's original nodes) read them through it.
+  NodeId live_node(NodeId n) const;
   // What created node n (kNoOrigin: it was in the input).
   Symbol origin(NodeId n) const { return origins_[n]; }
   // The origin of nodes added from now on; returns the previous one.
@@ -177,6 +181,7 @@ class EGraph {
   void push_parents(EClassId c, BigVector<NodeId>& out) const;
   uint32_t hash_node(Symbol op, AttrId attrs, std::span<const EClassId> children) const;
   bool node_equals(NodeId n, Symbol op, AttrId attrs, std::span<const EClassId> children) const;
+  NodeId lookup_node(Symbol op, AttrId attrs, std::span<const EClassId> children) const;
   bool merge_as(EClassId a, EClassId b, Symbol origin);
   // Finds an equal node in the table, or inserts `n` (when n != kNoId). Returns the node found,
   // or kNoId when none was there.

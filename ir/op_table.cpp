@@ -217,6 +217,35 @@ OpContext make_context(const Graph& graph, const Node& node) {
   return ctx;
 }
 
+namespace {
+
+// Why `ctx` is not a well-formed application of its op (arity, required inputs and attributes,
+// attribute kinds), or nullopt when it is.
+std::optional<std::string> application_error(const OpContext& ctx) {
+  const OpDef& def = ctx.def;
+  auto n_in = static_cast<int>(ctx.num_inputs());
+  if (n_in < def.min_inputs || (def.max_inputs >= 0 && n_in > def.max_inputs))
+    return fmt::format(
+        "takes {} to {} inputs, got {}", def.min_inputs,
+        def.max_inputs < 0 ? std::string("any number of") : std::to_string(def.max_inputs), n_in);
+  for (int i = 0; i < def.min_inputs && i < n_in; ++i)
+    if (!ctx.has_input(static_cast<size_t>(i))) return fmt::format("input {} is required", i);
+  for (const auto& [name, value] : ctx.node.attrs.entries()) {
+    const AttrSpec* spec = def.find_attr(name);
+    if (!spec) continue;  // ONNX attributes eqfuse ignores are kept, not checked
+    bool int_as_float = spec->kind == AttrKind::Float && attr_kind(value) == AttrKind::Int;
+    if (attr_kind(value) != spec->kind && !int_as_float)
+      return fmt::format("attribute '{}' should be of type {}, got {}", name,
+                         attr_kind_name(spec->kind), attr_kind_name(attr_kind(value)));
+  }
+  for (const AttrSpec& spec : def.attrs)
+    if (spec.required && !ctx.node.attrs.has(spec.name))
+      return fmt::format("attribute '{}' is required", spec.name);
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<TensorType> infer_output_types(const Graph& graph, const Node& node) {
   if (node.is_opaque()) {
     std::vector<TensorType> out;
@@ -225,30 +254,7 @@ std::vector<TensorType> infer_output_types(const Graph& graph, const Node& node)
   }
   const OpDef& def = *node.def;
   OpContext ctx = make_context(graph, node);
-  auto n_in = static_cast<int>(node.inputs.size());
-  if (n_in < def.min_inputs || (def.max_inputs >= 0 && n_in > def.max_inputs)) {
-    ctx.fail(fmt::format(
-        "takes {} to {} inputs, got {}", def.min_inputs,
-        def.max_inputs < 0 ? std::string("any number of") : std::to_string(def.max_inputs), n_in));
-  }
-  for (int i = 0; i < def.min_inputs && i < n_in; ++i) {
-    if (node.inputs[static_cast<size_t>(i)] == kNoValue)
-      ctx.fail(fmt::format("input {} is required", i));
-  }
-  for (const auto& [name, value] : node.attrs.entries()) {
-    const AttrSpec* spec = def.find_attr(name);
-    if (!spec) continue;  // ONNX attributes eqfuse ignores are kept, not checked
-    bool int_as_float = spec->kind == AttrKind::Float && attr_kind(value) == AttrKind::Int;
-    if (attr_kind(value) != spec->kind && !int_as_float) {
-      ctx.fail(fmt::format("attribute '{}' should be of type {}, got {}", name,
-                           attr_kind_name(spec->kind), attr_kind_name(attr_kind(value))));
-    }
-  }
-  for (const AttrSpec& spec : def.attrs) {
-    if (spec.required && !node.attrs.has(spec.name)) {
-      ctx.fail(fmt::format("attribute '{}' is required", spec.name));
-    }
-  }
+  if (auto error = application_error(ctx)) ctx.fail(*error);
   std::vector<TensorType> out;
   try {
     out = def.infer(ctx);
@@ -266,6 +272,51 @@ std::vector<TensorType> infer_output_types(const Graph& graph, const Node& node)
   }
   out.resize(node.outputs.size());
   return out;
+}
+
+size_t term_output_count(const OpDef& def, const Attributes& attrs) {
+  if (def.name == "Split") {
+    if (auto n = attrs.int_if_present("num_outputs"))
+      return static_cast<size_t>(std::max<int64_t>(*n, 0));
+    if (auto s = attrs.ints_if_present("split")) return s->size();
+    return 0;
+  }
+  if (def.min_outputs == def.max_outputs && def.max_outputs > 1)
+    return static_cast<size_t>(def.max_outputs);
+  return 1;
+}
+
+bool is_tuple_term(const OpDef& def, const Attributes& attrs) {
+  return def.name == "Split" || term_output_count(def, attrs) > 1;
+}
+
+std::optional<TermApplication> make_term_application(const OpDef& def, Attributes attrs,
+                                                     std::vector<const TensorType*> input_types,
+                                                     std::vector<const Tensor*> input_values) {
+  TermApplication app;
+  app.node.op_type = def.name;
+  app.node.def = &def;
+  app.node.attrs = std::move(attrs);
+  for (size_t i = 0; i < input_types.size(); ++i)
+    app.node.inputs.push_back(static_cast<ValueId>(i));
+  input_values.resize(input_types.size(), nullptr);
+  app.input_types = std::move(input_types);
+  app.input_values = std::move(input_values);
+  size_t outputs = term_output_count(def, app.node.attrs);
+  if (outputs == 0 || !def.infer || application_error(app.context())) return std::nullopt;
+  app.node.outputs.resize(outputs, 0);
+  return app;
+}
+
+std::optional<std::vector<TensorType>> infer_term_types(const TermApplication& app) {
+  try {
+    std::vector<TensorType> out = app.node.def->infer(app.context());
+    if (out.size() < app.node.outputs.size()) return std::nullopt;
+    out.resize(app.node.outputs.size());
+    return out;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace eqfuse::ir

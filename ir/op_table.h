@@ -153,6 +153,34 @@ OpContext make_context(const Graph& graph, const Node& node);
 // Throws Error naming the node. Opaque nodes keep the types already on their outputs.
 std::vector<TensorType> infer_output_types(const Graph& graph, const Node& node);
 
+// How many values an application of `def` with `attrs` yields as a term of the tensor language
+// (an e-node, a rule's side, an op of a kernel body): Split's count from `num_outputs` or `split`
+// (0 when neither says: the graph's node must), an op with a fixed count above one that count,
+// else 1 (optional extra outputs, LayerNormalization's mean, are not part of a term).
+size_t term_output_count(const OpDef& def, const Attributes& attrs);
+// Whether such an application is tuple-valued (read through Proj): Split always, other ops when
+// they yield several values.
+bool is_tuple_term(const OpDef& def, const Attributes& attrs);
+
+// One application of an op in a term of the tensor language, as the op table sees it: a Node
+// with inputs numbered 0..n-1 and term_output_count outputs, with its inputs' types and known
+// constant values. Terms are typed in three places (the e-graph's analysis, rule conditions,
+// fusion's kernel bodies); all of them go through this and infer_term_types, so a term means
+// the same thing, and is well-formed under the same checks, everywhere.
+struct TermApplication {
+  Node node;
+  std::vector<const TensorType*> input_types;  // nullptr: an omitted optional input
+  std::vector<const Tensor*> input_values;     // nullptr: not a known constant
+  OpContext context() const { return {node, *node.def, input_types, input_values}; }
+};
+// nullopt when the application is malformed: a wrong arity, a required input or attribute
+// missing, an attribute of the wrong kind, an output count the attributes do not fix.
+std::optional<TermApplication> make_term_application(const OpDef& def, Attributes attrs,
+                                                     std::vector<const TensorType*> input_types,
+                                                     std::vector<const Tensor*> input_values);
+// Its output types (term_output_count of them), or nullopt when inference fails. Never throws.
+std::optional<std::vector<TensorType>> infer_term_types(const TermApplication& app);
+
 // Registration of each op group (ir/ops/*.cpp); called once by the table.
 class OpTableBuilder {
  public:

@@ -44,22 +44,22 @@ double enode_seconds(const TensorEGraph& teg, const cost::CostModel& model, egra
   if (!view) return 0;  // leaves, projections
   // Computed from weights alone: folded at optimize time (optimizer/fold_weights.h).
   if (own.constant) {
-    bool weight_only = foldable_op(*view->node.def);
+    bool weight_only = foldable_op(*view->app.node.def);
     for (egraph::EClassId c : eg.children(n)) {
       const TensorData& d = teg.data(c);
       weight_only = weight_only && (d.none || d.constant);
     }
-    if (weight_only && (!eg.children(n).empty() || view->node.op_type == "Constant")) return 0;
+    if (weight_only && (!eg.children(n).empty() || view->app.node.op_type == "Constant")) return 0;
   }
   try {
-    return model.node_cost(view->context(), own.types).seconds;
+    return model.node_cost(view->app.context(), own.types).seconds;
   } catch (const std::exception&) {
     // A node whose work the cost model cannot count: charged as an opaque op (a launch plus its
     // bytes), never as free, so extraction does not prefer what it cannot price.
     std::vector<ir::TensorType> inputs;
-    for (const ir::TensorType* t : view->input_types)
+    for (const ir::TensorType* t : view->app.input_types)
       if (t) inputs.push_back(*t);
-    return model.opaque_cost(view->node.op_type, inputs, own.types).seconds;
+    return model.opaque_cost(view->app.node.op_type, inputs, own.types).seconds;
   }
 }
 

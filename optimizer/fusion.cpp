@@ -315,6 +315,8 @@ class Fuser {
           n = choice(c);
         } catch (const Error&) {
         }
+        // A focus node that saturation found congruent to another is read as the one kept.
+        n = eg_.live_node(n);
         if (n == egraph::kNoId || eg_.find(n) != c) continue;
         if (choices_.size() <= f) choices_.resize(f + 1);
         choices_[f].push_back(n);
@@ -472,11 +474,6 @@ class Fuser {
       if (ty) slot.type = *ty;
     } else if (const ir::Attributes* attrs = attributes(t)) {
       const ir::OpDef* def = ir::find_op(egraph::symbol_name(term.op));
-      ir::Node node;
-      node.op_type = def->name;
-      node.def = def;
-      node.attrs = *attrs;
-      node.outputs = {0};
       std::vector<const ir::TensorType*> inputs;
       std::vector<const ir::Tensor*> values;
       bool typed = true;
@@ -486,18 +483,15 @@ class Fuser {
         typed = typed && kt;
         inputs.push_back(kt);
         values.push_back(terms_.is_leaf(k) ? teg_.data(terms_[k].leaf).value.get() : nullptr);
-        node.inputs.push_back(static_cast<ir::ValueId>(node.inputs.size()));
       }
-      if (typed) {
-        try {
-          std::vector<ir::TensorType> out = def->infer({node, *def, inputs, values});
-          // Ops with optional extra outputs (LayerNormalization's mean) give them all; a
-          // kernel computes the first.
-          slot.valid = !out.empty();
-          if (slot.valid) slot.type = out[0];
-        } catch (const std::exception&) {
-        }
-      }
+      std::optional<ir::TermApplication> app;
+      if (typed)
+        app = ir::make_term_application(*def, *attrs, std::move(inputs), std::move(values));
+      // A kernel body's op is single-valued (tuple ops are not fusible).
+      std::optional<std::vector<ir::TensorType>> out;
+      if (app) out = ir::infer_term_types(*app);
+      slot.valid = out && out->size() == 1;
+      if (slot.valid) slot.type = (*out)[0];
     }
     types_[t] = slot;
     return slot.valid ? &types_[t]->type : nullptr;
@@ -694,8 +688,9 @@ class Fuser {
     std::unordered_map<EClassId, std::vector<NodeId>> preferred;
     std::unordered_map<EClassId, NodeId> chosen;
     for (size_t f = 0; f < choices_.size(); ++f)
-      for (NodeId n : choices_[f]) {
-        if (!eg_.is_live(n)) continue;
+      for (NodeId focus_node : choices_[f]) {
+        NodeId n = eg_.live_node(focus_node);  // kernels' merges may make it congruent too
+        if (n == egraph::kNoId) continue;
         auto& list = preferred[eg_.find(n)];
         if (std::find(list.begin(), list.end(), n) == list.end()) list.push_back(n);
         if (f == phase_) chosen.emplace(eg_.find(n), n);

@@ -4,7 +4,6 @@
 #include "ir/attr_text.h"
 #include "ir/interpreter.h"
 #include "optimizer/fold_weights.h"
-#include "rules/condition.h"
 
 namespace eqfuse::optimizer {
 
@@ -90,34 +89,25 @@ std::optional<TensorAnalysis::OpView> TensorAnalysis::op_view(const egraph::EGra
   if (!def || !def->infer) return std::nullopt;
   auto decoded = attributes(egraph.attrs(n), *def);
   if (!decoded) return std::nullopt;
-  OpView view;
-  view.node.op_type = def->name;
-  view.node.def = def;
-  view.node.attrs = std::move(*decoded);
-  auto children = egraph.children(n);
-  for (EClassId child : children) {
+  std::vector<const ir::TensorType*> types;
+  std::vector<const ir::Tensor*> values;
+  bool all_constant = true;
+  for (EClassId child : egraph.children(n)) {
     const TensorData& d = data(egraph.find(child));
     if (d.none) {
-      view.input_types.push_back(nullptr);
-      view.input_values.push_back(nullptr);
+      types.push_back(nullptr);
+      values.push_back(nullptr);
       continue;
     }
     if (!d.type()) return std::nullopt;
-    view.input_types.push_back(d.type());
-    view.input_values.push_back(d.value.get());
-    view.all_constant = view.all_constant && d.value;
+    types.push_back(d.type());
+    values.push_back(d.value.get());
+    all_constant = all_constant && d.value;
   }
-  auto n_in = static_cast<int>(children.size());
-  if (n_in < def->min_inputs || (def->max_inputs >= 0 && n_in > def->max_inputs))
-    return std::nullopt;
-  for (const ir::AttrSpec& spec : def->attrs)
-    if (spec.required && !view.node.attrs.has(spec.name)) return std::nullopt;
-  size_t count = rules::op_output_count(*def, view.node.attrs);
-  if (count == 0) return std::nullopt;
-  for (size_t i = 0; i < children.size(); ++i)
-    view.node.inputs.push_back(static_cast<ir::ValueId>(i));
-  view.node.outputs.resize(count, 0);
-  return view;
+  auto app =
+      ir::make_term_application(*def, std::move(*decoded), std::move(types), std::move(values));
+  if (!app) return std::nullopt;
+  return OpView{std::move(*app), all_constant};
 }
 
 TensorData TensorAnalysis::compute(const egraph::EGraph& egraph, NodeId n) const {
@@ -171,24 +161,17 @@ TensorData TensorAnalysis::compute(const egraph::EGraph& egraph, NodeId n) const
     if (egraph::symbol_name(k) == kNodeKey) return out;  // a kept node of unknown name
   std::optional<OpView> view = op_view(egraph, n);
   if (!view) return out;
-  const ir::Node& node = view->node;
+  const ir::Node& node = view->app.node;
   const ir::OpDef* def = node.def;
-  const std::vector<const ir::Tensor*>& input_values = view->input_values;
+  const std::vector<const ir::Tensor*>& input_values = view->app.input_values;
   bool all_constant = view->all_constant;
-  size_t count = node.outputs.size();
-  ir::OpContext ctx = view->context();
-  try {
-    std::vector<ir::TensorType> types = def->infer(ctx);
-    if (types.size() < count) return out;
-    types.resize(count);
-    out.valid = true;
-    out.tuple = rules::is_tuple_op(*def, node.attrs);
-    out.types = std::move(types);
-  } catch (const std::exception&) {
-    return out;
-  }
+  std::optional<std::vector<ir::TensorType>> types = ir::infer_term_types(view->app);
+  if (!types) return out;
+  out.valid = true;
+  out.tuple = ir::is_tuple_term(*def, node.attrs);
+  out.types = std::move(*types);
   // A Constant is one; ops with no inputs otherwise generate (RandomNormal): never constant.
-  out.constant = foldable_op(*def) && (!view->node.inputs.empty() || def->name == "Constant");
+  out.constant = foldable_op(*def) && (!node.inputs.empty() || def->name == "Constant");
   for (egraph::EClassId child : egraph.children(n)) {
     const TensorData& d = data(egraph.find(child));
     out.constant = out.constant && (d.none || d.constant);

@@ -72,17 +72,14 @@ class TensorAnalysis : public egraph::Analysis {
   // The original attributes of payloads built from a graph (tensor-valued ones included).
   void remember_attributes(egraph::AttrId attrs, ir::Attributes value);
 
-  // An e-node of an op-table op as the op table sees it: an ir::Node (inputs numbered 0..n-1,
-  // decoded attributes, its output count) with its children's types and known constant values.
-  // The one place that turns an e-node into an op, read by inference (compute) and by the
-  // optimizer's cost of an e-node. nullopt for leaves, Proj, kept nodes, ops without an entry,
-  // undecodable attributes, a wrong arity and children without a type.
+  // An e-node of an op-table op as the op table sees it (ir::TermApplication: the one typing of
+  // a term of the tensor language), with whether every child is a known constant. Read by
+  // inference (compute) and by the optimizer's cost of an e-node. nullopt for leaves, Proj, kept
+  // nodes, ops without an entry, undecodable attributes, a malformed application and children
+  // without a type.
   struct OpView {
-    ir::Node node;
-    std::vector<const ir::TensorType*> input_types;  // nullptr: an omitted optional input
-    std::vector<const ir::Tensor*> input_values;     // nullptr: not a known constant
+    ir::TermApplication app;
     bool all_constant = true;
-    ir::OpContext context() const { return {node, *node.def, input_types, input_values}; }
   };
   std::optional<OpView> op_view(const egraph::EGraph& egraph, egraph::NodeId n) const;
   // The kept node (an opaque op) that e-node `n` stands for, or nullptr.

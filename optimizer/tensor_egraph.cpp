@@ -116,9 +116,9 @@ TensorEGraph from_graph(const ir::Graph& graph) {
     // Control flow (If, Loop, Scan) is kept as it is: its bodies are not in the tensor language.
     if (node.def && node.domain.empty() && node.subgraphs.empty())
       attrs = canonical_attrs(graph, node);
-    bool tuple = attrs && rules::is_tuple_op(*node.def, *attrs);
+    bool tuple = attrs && ir::is_tuple_term(*node.def, *attrs);
     if (attrs && !tuple && node.outputs.size() > 1) attrs.reset();  // extra outputs in use
-    if (attrs && tuple && rules::op_output_count(*node.def, *attrs) != node.outputs.size())
+    if (attrs && tuple && ir::term_output_count(*node.def, *attrs) != node.outputs.size())
       attrs.reset();
     EClassId c;
     if (attrs) {

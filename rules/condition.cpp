@@ -478,22 +478,6 @@ std::optional<ir::AttrValue> evaluate_attr(const Sexpr& expr, ir::AttrKind kind,
   }
 }
 
-size_t op_output_count(const ir::OpDef& def, const ir::Attributes& attrs) {
-  if (def.name == "Split") {
-    if (auto n = attrs.int_if_present("num_outputs"))
-      return static_cast<size_t>(std::max<int64_t>(*n, 0));
-    if (auto s = attrs.ints_if_present("split")) return s->size();
-    return 0;  // unknown: the graph's node says (see optimizer/tensor_egraph.h)
-  }
-  if (def.min_outputs == def.max_outputs && def.max_outputs > 1)
-    return static_cast<size_t>(def.max_outputs);
-  return 1;
-}
-
-bool is_tuple_op(const ir::OpDef& def, const ir::Attributes& attrs) {
-  return def.name == "Split" || op_output_count(def, attrs) > 1;
-}
-
 std::optional<ir::Attributes> term_attributes(const Sexpr& term, const ir::OpDef& def,
                                               const MatchView& view) {
   ir::Attributes attrs;
@@ -547,10 +531,7 @@ std::optional<std::vector<ir::TensorType>> term_types(const Sexpr& term, const M
     return std::vector<ir::TensorType>{(*tuple)[static_cast<size_t>(*index)]};
   }
   const ir::OpDef* def = ir::find_op(op);
-  if (!def || !def->infer) return std::nullopt;
-  auto n_in = static_cast<int>(children.size());
-  if (n_in < def->min_inputs || (def->max_inputs >= 0 && n_in > def->max_inputs))
-    return std::nullopt;
+  if (!def) return std::nullopt;
   std::vector<ir::TensorType> inputs;
   std::vector<const ir::Tensor*> values;
   inputs.reserve(children.size());
@@ -562,26 +543,12 @@ std::optional<std::vector<ir::TensorType>> term_types(const Sexpr& term, const M
   }
   auto attrs = term_attributes(term, *def, view);
   if (!attrs) return std::nullopt;
-  for (const ir::AttrSpec& spec : def->attrs)
-    if (spec.required && !attrs->has(spec.name)) return std::nullopt;
-  ir::Node node;
-  node.op_type = def->name;
-  node.def = def;
-  node.attrs = std::move(*attrs);
-  for (size_t i = 0; i < children.size(); ++i) node.inputs.push_back(static_cast<ir::ValueId>(i));
-  size_t outputs = op_output_count(*def, node.attrs);
-  if (outputs == 0) return std::nullopt;
-  node.outputs.resize(outputs, 0);
-  ir::OpContext ctx{node, *def, {}, values};
-  for (const ir::TensorType& t : inputs) ctx.input_types.push_back(&t);
-  try {
-    std::vector<ir::TensorType> out = def->infer(ctx);
-    if (out.size() < outputs) return std::nullopt;
-    out.resize(outputs);
-    return out;
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+  std::vector<const ir::TensorType*> input_types;
+  for (const ir::TensorType& t : inputs) input_types.push_back(&t);
+  auto app =
+      ir::make_term_application(*def, std::move(*attrs), std::move(input_types), std::move(values));
+  if (!app) return std::nullopt;
+  return ir::infer_term_types(*app);
 }
 
 namespace {

@@ -83,10 +83,6 @@ std::optional<std::vector<ir::TensorType>> term_types(const Sexpr& term, const M
 // nullopt when one cannot be evaluated.
 std::optional<ir::Attributes> term_attributes(const Sexpr& term, const ir::OpDef& def,
                                               const MatchView& view);
-// How many values a node of `def` with `attrs` yields, and whether it is tuple-valued (its
-// e-class is a tuple read through Proj): Split always, other ops when they yield several.
-size_t op_output_count(const ir::OpDef& def, const ir::Attributes& attrs);
-bool is_tuple_op(const ir::OpDef& def, const ir::Attributes& attrs);
 
 // Static checks of an expression, throwing sexpr_error at the offending token: a known function
 // with the right number of arguments, variables bound on the left-hand side and used as the

@@ -194,7 +194,7 @@ class RuleReader {
       const ir::AttrSpec* spec = def->find_attr(key);
       if (auto v = ir::read_attr_literal(value, spec->kind)) literal_attrs.set(key, *v);
     }
-    bool tuple = def->name == "Split" || is_tuple_op(*def, literal_attrs);
+    bool tuple = ir::is_tuple_term(*def, literal_attrs);
     if (tuple && !tuple_ok)
       throw sexpr_error(t, def->name + " yields several values; take one with (Proj :index K (" +
                                def->name + " ...))");
@@ -225,7 +225,7 @@ class RuleReader {
             literal_attrs.set(child.items[i].text, *v);
         ++i;
       }
-    size_t count = op_output_count(*def, literal_attrs);
+    size_t count = ir::term_output_count(*def, literal_attrs);
     bool known =
         !(def->name == "Split" && !literal_attrs.has("split") && !literal_attrs.has("num_outputs"));
     if (known && static_cast<size_t>(attrs[0].second->integer) >= count)

@@ -81,7 +81,7 @@ class GraphInstantiator {
       std::vector<ir::ValueId> v = add(*child);
       node.inputs.push_back(v[0]);
     }
-    size_t count = op_output_count(*def, node.attrs);
+    size_t count = ir::term_output_count(*def, node.attrs);
     if (count == 0)
       fail("rule '" + rule_.name + "': the number of outputs of " + term.str() + " is unknown");
     for (size_t i = 0; i < count; ++i)

@@ -141,6 +141,23 @@ TEST_CASE("congruence propagates up a deep chain", "[egraph]") {
   check_invariants(g);
 }
 
+TEST_CASE("a node found congruent to another reads as the one kept", "[egraph]") {
+  EGraph g;
+  Symbol f = intern("f");
+  EClassId a = add_term(g, "a"), b = add_term(g, "b");
+  EClassId fa = g.add(f, std::vector<EClassId>{a}), fb = g.add(f, std::vector<EClassId>{b});
+  g.rebuild();
+  NodeId na = g.class_nodes(fa)[0], nb = g.class_nodes(fb)[0];
+  CHECK(g.live_node(na) == na);
+  CHECK(g.live_node(kNoId) == kNoId);
+  g.merge(a, b);
+  g.rebuild();
+  REQUIRE(g.is_live(na) != g.is_live(nb));  // congruence kept one of f(a), f(b)
+  NodeId kept = g.is_live(na) ? na : nb;
+  CHECK(g.live_node(na) == kept);
+  CHECK(g.live_node(nb) == kept);
+}
+
 TEST_CASE("terms with attributes and hash-consing", "[egraph]") {
   EGraph g;
   EClassId t1 = add_term(g, "(Transpose :perm (0 2 1) x)");
