@@ -10,5 +10,8 @@ std::filesystem::path source_dir();
 // ../shared, or $EQFUSE_SHARED; tests built with NEEDS_SHARED skip when it is absent.
 std::filesystem::path shared_dir();
 bool have_shared_dir();
+// Set by eqfuse_test(... NEEDS_SHARED) (tests/needs_shared.cpp): such an executable exits 77
+// (skipped) where ../shared is absent.
+extern const bool kNeedsShared;
 
 }  // namespace eqfuse::test

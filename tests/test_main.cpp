@@ -21,12 +21,10 @@ bool have_shared_dir() {
 }  // namespace eqfuse::test
 
 int main(int argc, char** argv) {
-#ifdef EQFUSE_TEST_NEEDS_SHARED
-  if (!eqfuse::test::have_shared_dir()) {
+  if (eqfuse::test::kNeedsShared && !eqfuse::test::have_shared_dir()) {
     std::cout << "skipped: shared test data not found at " << eqfuse::test::shared_dir()
               << " (set EQFUSE_SHARED to its folder)\n";
     return 77;
   }
-#endif
   return Catch::Session().run(argc, argv);
 }
