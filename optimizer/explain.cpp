@@ -112,7 +112,7 @@ std::vector<Replacement> replaced_nodes(const TensorEGraph& teg, const ir::Graph
 }
 
 Explanations explain(const ir::Graph& result, const Provenance& provenance,
-                     const cost::CostModel& model) {
+                     const cost::CostModel& model, const rules::FusionKinds& kinds) {
   Explanations out;
   std::vector<std::string> names = result.unique_node_names();
   for (size_t i = 0; i < result.nodes().size(); ++i) {
@@ -128,8 +128,8 @@ Explanations explain(const ir::Graph& result, const Provenance& provenance,
     why.output = node.outputs.empty() ? "" : result.value(node.outputs[0]).name;
     why.op = node.op_type;
     if (kernel) {
-      auto kind = kernel_node_kind(result, node);
-      why.kind = kind ? kernel_kind_name(*kind) : "other";
+      auto kind = kernel_node_kind(result, node, kinds);
+      why.kind = kind ? *kind : "other";
     }
     why.predicted_ms = model.node_cost(result, node).ms();
     (kernel ? out.kernels : out.rewritten).push_back(std::move(why));

@@ -18,6 +18,7 @@
 #include "cost/cost_model.h"
 #include "ir/graph.h"
 #include "optimizer/tensor_egraph.h"
+#include "rules/fusion_kinds.h"
 
 namespace eqfuse::optimizer {
 
@@ -66,9 +67,9 @@ struct Explanations {
   std::vector<NodeExplanation> rewritten;  // other nodes that a rule made
   std::vector<Replacement> replaced;       // input nodes a rule replaced
 };
-// The explanations of the final graph's nodes (names, kinds and predicted times as they are
-// there).
+// The explanations of the final graph's nodes (names, kinds under `kinds` and predicted times as
+// they are there).
 Explanations explain(const ir::Graph& result, const Provenance& provenance,
-                     const cost::CostModel& model);
+                     const cost::CostModel& model, const rules::FusionKinds& kinds);
 
 }  // namespace eqfuse::optimizer

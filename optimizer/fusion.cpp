@@ -21,178 +21,6 @@ namespace eqfuse::optimizer {
 using egraph::EClassId;
 using egraph::NodeId;
 
-const char* kernel_kind_name(KernelKind k) {
-  switch (k) {
-    case KernelKind::Pointwise:
-      return "pointwise";
-    case KernelKind::Reduction:
-      return "reduction";
-    case KernelKind::Contraction:
-      return "contraction";
-    case KernelKind::Attention:
-      return "attention";
-  }
-  return "?";
-}
-
-namespace {
-
-// Layout ops that code generation folds into a kernel's indexing.
-bool index_map_op(std::string_view op) {
-  static const std::set<std::string_view> kOps = {
-      "Transpose", "Reshape", "Flatten",  "Squeeze",      "Unsqueeze",    "Expand", "Slice",
-      "Concat",    "Gather",  "Identity", "DepthToSpace", "SpaceToDepth", "Dropout"};
-  return kOps.count(op) > 0;
-}
-
-bool row_reduction_op(std::string_view op) {
-  static const std::set<std::string_view> kOps = {
-      "Softmax",   "LogSoftmax", "LayerNormalization", "ReduceMean", "ReduceSum",
-      "ReduceMax", "ReduceMin",  "ReduceSumSquare",    "ReduceL2",   "ReduceLogSumExp"};
-  return kOps.count(op) > 0;
-}
-
-// The longest row a contraction's reduction epilogue may span (one block holds a row).
-constexpr int64_t kMaxEpilogueRow = 1024;
-
-bool contraction_op(std::string_view op) {
-  return op == "MatMul" || op == "Gemm" || op == "Conv" || op == "ConvTranspose";
-}
-
-// Ops a kernel may contain.
-bool fusible_op(const ir::OpDef& def) {
-  switch (def.fusion) {
-    case ir::FusionClass::Elementwise:
-    case ir::FusionClass::Broadcast:
-      return def.max_outputs == 1 && def.name != "CastLike";
-    case ir::FusionClass::Reduction:
-      return row_reduction_op(def.name);
-    case ir::FusionClass::Contraction:
-      return contraction_op(def.name);
-    case ir::FusionClass::Layout:
-      return index_map_op(def.name);
-    case ir::FusionClass::Opaque:
-      return false;
-  }
-  return false;
-}
-
-// Whether a reduction reduces its input's last axis only (keeping it, for Reduce*).
-bool reduces_last_axis(const BodyOp& op) {
-  if (op.input_types.empty() || !op.input_types[0]) return false;
-  const ir::Shape& in = op.input_types[0]->shape;
-  if (!in.has_rank() || in.rank() == 0) return false;
-  auto last = static_cast<int64_t>(in.rank()) - 1;
-  auto is_last = [&](int64_t a) { return a == -1 || a == last; };
-  const std::string& name = op.def->name;
-  if (name == "Softmax" || name == "LogSoftmax" || name == "LayerNormalization")
-    return is_last(op.attrs->get_int("axis", -1));
-  if (op.attrs->get_int("keepdims", 1) != 1) return false;
-  auto axes = op.attrs->ints_if_present("axes");
-  if (!axes) return op.inputs.size() == 1 && in.rank() == 1;
-  return axes->size() == 1 && is_last((*axes)[0]);
-}
-
-}  // namespace
-
-std::optional<KernelKind> classify_kernel(const std::vector<BodyOp>& ops) {
-  std::vector<size_t> contractions, reductions;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (!ops[i].def || !fusible_op(*ops[i].def)) return std::nullopt;
-    if (ops[i].def->fusion == ir::FusionClass::Contraction) contractions.push_back(i);
-    if (ops[i].def->fusion == ir::FusionClass::Reduction) reductions.push_back(i);
-  }
-  // Row reductions of one row shape.
-  const ir::TensorType* row = nullptr;
-  for (size_t r : reductions) {
-    if (!reduces_last_axis(ops[r])) return std::nullopt;
-    const ir::TensorType* t = ops[r].input_types[0];
-    if (row && !(*t == *row)) return std::nullopt;
-    row = t;
-  }
-  if (contractions.empty())
-    return reductions.empty() ? KernelKind::Pointwise : KernelKind::Reduction;
-  // An operand read from the kernel's inputs through layout ops only.
-  std::function<bool(int)> from_inputs = [&](int v) {
-    if (v < 0) return true;
-    const BodyOp& op = ops[static_cast<size_t>(v)];
-    if (op.def->fusion != ir::FusionClass::Layout) return false;
-    return std::all_of(op.inputs.begin(), op.inputs.end(), from_inputs);
-  };
-  auto operands_from_inputs = [&](size_t c, size_t from) {
-    const std::vector<int>& in = ops[c].inputs;
-    return std::all_of(in.begin() + static_cast<std::ptrdiff_t>(std::min(from, in.size())),
-                       in.end(), from_inputs);
-  };
-  // Which ops read the (first) contraction's result.
-  std::vector<bool> after(ops.size(), false);
-  for (size_t i = contractions[0]; i < ops.size(); ++i)
-    after[i] = i == contractions[0] ||
-               std::any_of(ops[i].inputs.begin(), ops[i].inputs.end(),
-                           [&](int v) { return v >= 0 && after[static_cast<size_t>(v)]; });
-  const bool softmax = reductions.size() == 1 && ops[reductions[0]].def->name == "Softmax";
-  if (contractions.size() == 1) {
-    size_t c = contractions[0];
-    const bool matmul = ops[c].def->name == "MatMul";
-    if (operands_from_inputs(c, 0)) {
-      if (reductions.empty()) return KernelKind::Contraction;
-      // A row-reduction epilogue (LayerNorm, Softmax of the scores) needs whole output rows in
-      // one block: short rows only.
-      for (size_t r : reductions)
-        if (!after[r]) return std::nullopt;
-      const ir::Shape& s = row->shape;
-      if (!s.has_rank() || !s[s.rank() - 1].is_static() ||
-          s[s.rank() - 1].value() > kMaxEpilogueRow)
-        return std::nullopt;
-      return softmax && matmul ? KernelKind::Attention : KernelKind::Contraction;
-    }
-    // P.V with P a last-axis Softmax of pointwise work on the kernel's inputs (the scores).
-    if (matmul && softmax && !after[reductions[0]] && operands_from_inputs(c, 1))
-      return KernelKind::Attention;
-    return std::nullopt;
-  }
-  // Attention: MatMul(P, V) with P a last-axis Softmax of pointwise work on MatMul(Q, K) (ops are
-  // in topological order, so the first MatMul is Q.K).
-  if (contractions.size() == 2 && softmax && ops[contractions[0]].def->name == "MatMul" &&
-      ops[contractions[1]].def->name == "MatMul" && operands_from_inputs(contractions[0], 0) &&
-      operands_from_inputs(contractions[1], 1) && after[reductions[0]])
-    return KernelKind::Attention;
-  return std::nullopt;
-}
-
-std::optional<KernelKind> classify_kernel(const ir::Graph& g) {
-  std::vector<BodyOp> ops;
-  std::unordered_map<ir::ValueId, int> index;
-  for (size_t k = 0; k < g.inputs().size(); ++k) index[g.inputs()[k]] = -1 - static_cast<int>(k);
-  for (ir::ValueId w : g.weights()) {
-    const std::string& name = g.value(w).name;  // "?k" (kernel_body_graph)
-    index[w] = name.size() > 1 && name[0] == '?' ? -1 - std::stoi(name.substr(1)) : -1;
-  }
-  for (const ir::Node& n : g.nodes()) {
-    BodyOp op;
-    op.def = n.def;
-    op.attrs = &n.attrs;
-    for (ir::ValueId in : n.inputs) {
-      op.inputs.push_back(in == ir::kNoValue ? -1 : index.at(in));
-      op.input_types.push_back(in == ir::kNoValue ? nullptr : &g.value(in).type);
-    }
-    index[n.outputs[0]] = static_cast<int>(ops.size());
-    ops.push_back(std::move(op));
-  }
-  return classify_kernel(ops);
-}
-
-std::optional<KernelKind> kernel_node_kind(const ir::Graph& graph, const ir::Node& kernel) {
-  auto body = ir::kernel_body(kernel.attrs.get_string(ir::kKernelBodyAttr, ""));
-  std::vector<const ir::TensorType*> types;
-  std::vector<const ir::Tensor*> values;
-  for (ir::ValueId v : kernel.inputs) {
-    types.push_back(&graph.value(v).type);
-    values.push_back(graph.value(v).data.get());
-  }
-  return classify_kernel(ir::kernel_body_graph(*body, types, values));
-}
-
 namespace {
 
 // Terms over e-classes, hash-consed: a leaf is an e-class, an application an op with its
@@ -298,7 +126,10 @@ class TermTable {
 class Fuser {
  public:
   Fuser(TensorEGraph& teg, const FusionOptions& options, const std::vector<NodeChoice>& focus)
-      : teg_(teg), eg_(*teg.egraph), options_(options) {
+      : teg_(teg),
+        eg_(*teg.egraph),
+        options_(options),
+        kinds_(options.kinds ? *options.kinds : rules::library_fusion_kinds()) {
     kernel_op_ = egraph::intern(ir::kKernelOp);
     body_key_ = egraph::intern(ir::kKernelBodyAttr);
     for (size_t f = 0; f < focus.size(); ++f) {
@@ -424,7 +255,7 @@ class Fuser {
       return t;
     }
     const ir::OpDef* def = ir::find_op(egraph::symbol_name(eg_.op(n)));
-    if (!def || !fusible_op(*def)) return std::nullopt;
+    if (!def || !fusible_op(*def, kinds_)) return std::nullopt;
     for (const auto& [k, v] : egraph::attr_list(eg_.attrs(n))) {
       std::string_view key = egraph::symbol_name(k), value = egraph::symbol_name(v);
       if (key.starts_with('#') || value.find("#tensor") != std::string_view::npos ||
@@ -550,7 +381,7 @@ class Fuser {
       index[a] = static_cast<int>(body.size());
       body.push_back(std::move(op));
     }
-    return classify_kernel(body).has_value();
+    return classify_kernel(body, kinds_).has_value();
   }
 
   void refuse(const std::string& body, const std::string& why) {
@@ -865,6 +696,7 @@ class Fuser {
   TensorEGraph& teg_;
   egraph::EGraph& eg_;
   const FusionOptions& options_;
+  const rules::FusionKinds& kinds_;
   egraph::Symbol kernel_op_, body_key_;
   FusionReport report_;
   TermTable terms_;

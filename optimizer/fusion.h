@@ -6,16 +6,10 @@
 // (cost/cost_model.h), decides what to fuse, among the algebraic alternatives, and whether a
 // producer read by two consumers is materialized once or recomputed in both.
 //
-// Which merges are legal is the kernel kinds that code generation implements (classify_kernel):
-//  - pointwise: elementwise and broadcast ops with layout ops (Transpose, Reshape, Expand,
-//    Slice, Concat, Gather...) folded into indexing;
-//  - reduction: row reductions (Softmax, LogSoftmax, LayerNormalization, Reduce* over the last
-//    axis, all of one row shape) with pointwise prologue and epilogue;
-//  - contraction: one MatMul, Gemm or Conv whose operands are kernel inputs (through layout ops
-//    only), with a pointwise epilogue, which may end in row reductions of short output rows
-//    (at most 1024: GEMM + bias + residual + LayerNorm);
-//  - attention: MatMul, pointwise, a last-axis Softmax, MatMul, or either half of it (the
-//    scores' Softmax in the epilogue of Q.K, or P.V with P the Softmax of given scores).
+// Which merges are legal is declared, not coded: a kernel must be of one of the kinds in the
+// rule files (rules/fusion_kinds.h; the library's rules/library/fusion.rules declares
+// pointwise, row reduction, contraction with epilogue and attention, the kinds code generation
+// implements), read by optimizer/kernel_kind.h.
 //
 // Soundness: every kernel is checked before it joins an e-class. The merge is stated as an
 // instance of a rule, the consumer with the producer in place of its input rewriting to the
@@ -30,30 +24,14 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "optimizer/kernel_kind.h"
 #include "optimizer/tensor_egraph.h"
+#include "rules/fusion_kinds.h"
 
 namespace eqfuse::optimizer {
 
 // The origin (egraph/egraph.h) of the kernel e-nodes that fusion adds.
 inline constexpr const char* kFusionOrigin = "fusion";
-
-enum class KernelKind { Pointwise, Reduction, Contraction, Attention };
-const char* kernel_kind_name(KernelKind k);  // "pointwise", "reduction", ...
-
-// One op of a kernel body as the kind check sees it, in topological order (the root last).
-struct BodyOp {
-  const ir::OpDef* def = nullptr;
-  const ir::Attributes* attrs = nullptr;
-  std::vector<int> inputs;  // an earlier op's index, or -1 - k for the kernel's input k
-  std::vector<const ir::TensorType*> input_types;
-};
-// The kind of a body, or nullopt when no kind admits it (it is then not a kernel that code
-// generation can emit).
-std::optional<KernelKind> classify_kernel(const std::vector<BodyOp>& ops);
-// The same for a body expanded at its input types (ir::kernel_body_graph).
-std::optional<KernelKind> classify_kernel(const ir::Graph& body_graph);
-// The kind of a Kernel node of `graph`, its body expanded at the types of its inputs.
-std::optional<KernelKind> kernel_node_kind(const ir::Graph& graph, const ir::Node& kernel);
 
 // A kernel for the planted-applier tests: a body over ?0..?n-1 and the e-classes it reads.
 struct FusionUnit {
@@ -72,6 +50,8 @@ struct FusionOptions {
   size_t max_inputs = 10;        // kernel inputs
   size_t kernels_per_class = 4;  // kernel e-nodes added per e-class and round (largest first)
   MergeFn merge;
+  // Which kernels may form (rules/fusion_kinds.h); unset: the library's (fusion.rules).
+  std::shared_ptr<const rules::FusionKinds> kinds;
   bool use_proof_cache = true;  // for kernels that need the rule prover
 };
 

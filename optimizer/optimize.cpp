@@ -163,9 +163,17 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
       focus.insert(focus.begin(), first.choice);
     }
   }
+  FusionOptions fusion = options.fusion_options;
+  // Rule files that declare kernel kinds replace the library's (rules/library/fusion.rules).
+  if (!fusion.kinds && !options.rule_files.empty()) {
+    auto declared =
+        std::make_shared<rules::FusionKinds>(rules::parse_rule_files(options.rule_files).fusion);
+    if (!declared->empty()) fusion.kinds = std::move(declared);
+  }
+  const rules::FusionKinds& kinds = fusion.kinds ? *fusion.kinds : rules::library_fusion_kinds();
   if (options.fusion) {
     if (progress) progress("fuse", fmt::format("fusing over {} e-nodes", teg.egraph->num_nodes()));
-    report.fusion = fuse(teg, options.fusion_options, focus);
+    report.fusion = fuse(teg, fusion, focus);
     for (const FusionRefusal& r : report.fusion.refused)
       if (progress) progress("fuse", "refused kernel " + r.kernel + ": " + r.reason);
   }
@@ -188,7 +196,7 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
   optimized = std::move(folded.graph);
 
   report.kernels_after = count_kernels(optimized);
-  report.explained = explain(optimized, provenance, model);
+  report.explained = explain(optimized, provenance, model, kinds);
   report.explained.replaced = std::move(replaced);
   for (const NodeExplanation& k : report.explained.kernels) ++report.kernel_kinds[k.kind];
   report.ops_after = launching_ops(optimized);

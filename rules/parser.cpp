@@ -291,7 +291,9 @@ struct Loader {
   void read_form(const Sexpr& f, const std::string& file, const std::string& group) {
     if (!f.is_list() || f.items.empty() || f.items[0].kind != Sexpr::Kind::Symbol)
       throw sexpr_error(
-          f, "expected (rewrite ...), (birewrite ...), (include \"file\") or (group NAME ...)");
+          f,
+          "expected (rewrite ...), (birewrite ...), (include \"file\"), (group NAME ...), "
+          "(fusion-ops ...) or (kernel-kind ...)");
     const Sexpr& head = f.items[0];
     if (head.text == "include") {
       if (f.items.size() != 2 || f.items[1].kind != Sexpr::Kind::String)
@@ -307,9 +309,14 @@ struct Loader {
       for (size_t i = 2; i < f.items.size(); ++i) read_form(f.items[i], file, f.items[1].text);
       return;
     }
+    if (is_fusion_form(head.text)) {
+      read_fusion_form(f, set.fusion);
+      return;
+    }
     if (head.text != "rewrite" && head.text != "birewrite")
-      throw sexpr_error(
-          head, "unknown form '" + head.text + "': expected rewrite, birewrite, include or group");
+      throw sexpr_error(head, "unknown form '" + head.text +
+                                  "': expected rewrite, birewrite, include, group, fusion-ops or "
+                                  "kernel-kind");
     read_rule(f, file, group);
   }
 
@@ -417,6 +424,7 @@ RuleSet parse_rule_files(const std::vector<std::string>& paths) {
     if (fs::is_directory(path, ec))
       throw Error("cannot read '" + path + "': it is a folder, not a rule file");
     RuleSet set = parse_rule_file(path);
+    all.fusion.add(set.fusion);
     for (Rule& r : set.rules) {
       if (const Rule* first = all.find(r.name))
         throw Error(r.where,

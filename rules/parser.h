@@ -11,6 +11,7 @@
 //   (rewrite NAME (multi L1 L2...) (multi R1 R2...) ...)   multi-pattern: Li is replaced by Ri
 //   (include "other.rules")             relative to the including file; cycles are errors
 //   (group G FORM...)                   rules inside default to group G
+//   (fusion-ops ...), (kernel-kind ...) which fused kernels exist (rules/fusion_kinds.h)
 // Terms use op-table names: (Transpose ?x :perm (1 0)), attribute variables (:perm ?p),
 // computed attributes on the right (:axis (+ ?a 1)), projections (Proj :index 0 (Split ...)).
 // Unwritten attributes mean the schema default. See rules/condition.h for conditions.

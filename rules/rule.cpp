@@ -21,6 +21,7 @@ RuleSet RuleSet::select(const std::vector<std::string>& enabled,
   };
   RuleSet out;
   out.warnings = warnings;
+  out.fusion = fusion;
   for (const Rule& r : rules)
     if ((enabled.empty() || has(enabled, r.group)) && !has(disabled, r.group))
       out.rules.push_back(r);

@@ -27,6 +27,7 @@
 #include "ir/attribute.h"
 #include "ir/graph.h"
 #include "ir/shape.h"
+#include "rules/fusion_kinds.h"
 #include "support/sexpr.h"
 
 namespace eqfuse::rules {
@@ -68,6 +69,8 @@ struct RuleSet {
   // Non-fatal notes from the checker (e.g. no representative shape satisfied a rule's
   // conditions, so its right-hand side could not be type-checked).
   std::vector<std::string> warnings;
+  // The kernel kinds and op roles the files declare (rules/fusion_kinds.h).
+  FusionKinds fusion;
 
   const Rule* find(std::string_view name) const;
   // Rules of the enabled groups: all groups when `enabled` is empty, minus `disabled`.

@@ -64,7 +64,7 @@ std::string graph_dot(const ir::Graph& graph, const GraphDotOptions& options) {
   for (const auto& [k, members] : bodies) {
     const ir::Node& kernel = graph.node(k);
     auto kind = optimizer::kernel_node_kind(graph, kernel);
-    std::string kind_name = kind ? optimizer::kernel_kind_name(*kind) : "kernel";
+    std::string kind_name = kind ? *kind : "kernel";
     std::string name = names[k].empty() ? fmt::format("kernel #{}", k) : names[k];
     std::string ms = predicted(options, graph, kernel);
     out << fmt::format(

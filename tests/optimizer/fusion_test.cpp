@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "cost/cost_model.h"
@@ -18,6 +19,7 @@
 #include "ir/kernel_body.h"
 #include "optimizer/fusion.h"
 #include "optimizer/optimize.h"
+#include "rules/parser.h"
 #include "support/error.h"
 #include "tests/optimizer/test_helpers.h"
 
@@ -193,6 +195,45 @@ TEST_CASE("fusion makes one kernel of each kind on builder-made graphs",
     o.fusion = false;
     optimizer::OptimizeResult r = optimizer::optimize(pointwise_graph(), o);
     CHECK(ops_named(r.graph, "Kernel") == 0);
+  }
+}
+
+TEST_CASE("fusion forms only the kernel kinds the rule files declare",
+          "[optimizer][fusion][fast]") {
+  auto declare = [](const std::string& text) {
+    return std::make_shared<rules::FusionKinds>(rules::parse_rules(text, "<kinds>").fusion);
+  };
+  SECTION("no contraction kind: the linear layer's epilogue stays apart from the GEMM") {
+    optimizer::OptimizeOptions o;
+    o.fusion_options.kinds = declare("(kernel-kind pointwise (stage pointwise))");
+    optimizer::OptimizeResult r = optimizer::optimize(linear_relu_graph(), o);
+    CHECK(r.report.kernels_after == 2);
+    CHECK(r.report.kernel_kinds.count("contraction") == 0);
+    CHECK(r.report.verified == "passed");
+  }
+  SECTION("no attention kind: attention is not one kernel") {
+    optimizer::OptimizeOptions o;
+    auto kinds = std::make_shared<rules::FusionKinds>(rules::library_fusion_kinds());
+    std::erase_if(kinds->kinds,
+                  [](const rules::KernelKindDecl& k) { return k.name == "attention"; });
+    o.fusion_options.kinds = kinds;
+    optimizer::OptimizeResult r = optimizer::optimize(attention_graph(), o);
+    CHECK(r.report.kernels_after > 1);
+    CHECK(r.report.kernel_kinds.count("attention") == 0);
+    CHECK(r.report.verified == "passed");
+  }
+  SECTION("a kind of the user's own, from a rule file given to optimize") {
+    std::filesystem::path file = std::filesystem::temp_directory_path() / "eqfuse_kinds.rules";
+    std::ofstream(file) << "(fusion-ops contraction MatMul Gemm)\n"
+                           "(kernel-kind gemm-epilogue (stage pointwise) (contract contraction)"
+                           " (stage pointwise))\n";
+    optimizer::OptimizeOptions o;
+    o.rule_files = {file.string()};
+    optimizer::OptimizeResult r = optimizer::optimize(linear_relu_graph(), o);
+    CHECK(r.report.kernels_after == 1);
+    CHECK(r.report.kernel_kinds["gemm-epilogue"] == 1);
+    CHECK(r.report.verified == "passed");
+    std::filesystem::remove(file);
   }
 }
 
