@@ -1,5 +1,9 @@
 #include "cost/shape_binding.h"
 
+#include <map>
+#include <optional>
+#include <string>
+
 namespace eqfuse::cost {
 
 ir::TensorType bind_type(const ir::TensorType& type, const DimBindings& bindings) {
@@ -7,12 +11,15 @@ ir::TensorType bind_type(const ir::TensorType& type, const DimBindings& bindings
   ir::TensorType out{type.dtype, type.shape};
   for (ir::Dim& d : out.shape.dims()) {
     if (d.is_static()) continue;
-    int64_t size = bindings.fallback;
-    if (bindings.by_name) {
-      // A named dim, or an expression of named dims (batch*64) once they are all bound.
-      if (auto v = d.evaluate(*bindings.by_name); v && *v > 0) size = *v;
-    }
-    d = ir::Dim(size);
+    // A named dim, or an expression of named dims (batch*64): each symbol takes the size given
+    // for its name or else the default, and the expression is evaluated, so that batch*64 is 64
+    // times batch (binding the expression as a whole would break Reshape's element count).
+    ir::SymInt size = d.sym();
+    std::map<std::string, int64_t> env;
+    if (bindings.by_name) env = *bindings.by_name;
+    for (const std::string& name : size.symbols()) env.emplace(name, bindings.fallback);
+    std::optional<int64_t> v = size.is_known() ? size.evaluate(env) : std::nullopt;
+    d = ir::Dim(v && *v > 0 ? *v : bindings.fallback);
   }
   return out;
 }

@@ -8,6 +8,7 @@
 
 #include "cost/cost_model.h"
 #include "egraph/runner.h"
+#include "ir/constant_shape_specs.h"
 #include "ir/kernel_body.h"
 #include "optimizer/fold_weights.h"
 #include "optimizer/rule_rewrites.h"
@@ -134,7 +135,11 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
   report.ops_before = launching_ops(graph);
   report.predicted_ms_before = model.graph_cost(graph).ms();
 
-  TensorEGraph teg = from_graph(graph);
+  // Reshapes of computed shapes (dynamic-batch exports) read constant specs: no shape chain
+  // launches work, and rules and fusion see plain layout ops.
+  ir::ConstantShapeSpecs specs = ir::with_constant_shape_specs(graph);
+  report.shape_specs_made_constant = specs.reshapes;
+  TensorEGraph teg = from_graph(specs.graph);
   if (options.algebra) {
     rules::RuleSet rules = proved_rules(options, report, progress);
     saturate(teg, rules, options, report, progress);

@@ -77,8 +77,9 @@ struct OptimizeReport {
   size_t kernels_before = 0, kernels_after = 0;
   double predicted_ms_before = 0, predicted_ms_after = 0;
   std::map<std::string, size_t> ops_before, ops_after;  // launching ops by type
-  size_t weights_folded = 0;  // weight-only nodes computed at optimize time
-  std::string folding_note;   // why some could not be (structure-only model)
+  size_t shape_specs_made_constant = 0;  // Reshapes of computed shapes (ir/constant_shape_specs.h)
+  size_t weights_folded = 0;             // weight-only nodes computed at optimize time
+  std::string folding_note;              // why some could not be (structure-only model)
   // Why: each kernel of the result and each other node a rule made, with the rules behind it.
   Explanations explained;
   // Verification

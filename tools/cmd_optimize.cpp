@@ -100,6 +100,9 @@ void print_summary(const optimizer::OptimizeReport& r, const std::string& out) {
   std::cout << "launching ops after:";
   for (const auto& [op, n] : r.ops_after) std::cout << fmt::format(" {} {}", op, n);
   std::cout << "\n";
+  if (r.shape_specs_made_constant)
+    std::cout << fmt::format("reshapes of computed shapes made constant: {}\n",
+                             r.shape_specs_made_constant);
   if (r.weights_folded)
     std::cout << fmt::format("weight-only nodes folded: {}\n", r.weights_folded);
   if (!r.folding_note.empty()) std::cout << r.folding_note << "\n";

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <map>
+#include <string>
 
+#include "cost/shape_binding.h"
 #include "tests/cost/published_figures.h"
 #include "tests/cost/test_ops.h"
 
@@ -249,6 +252,18 @@ TEST_CASE("symbolic dims take the given binding, else the default", "[cost]") {
 
   cost::NodeCost one = model_for(f).node_cost(g->graph, g->node());  // batch = 1
   CHECK(one.flops == Approx(2.0 * 4096 * 1024));
+}
+
+TEST_CASE("a symbolic dim is its expression of the bound symbols", "[cost]") {
+  // [batch*64, 128] is 64 rows per batch entry whether batch is given or takes the default;
+  // binding the expression as a whole to the default would make it 1 row, which is neither a
+  // fair price nor a shape a Reshape to (64 -1 128) accepts.
+  ir::TensorType x{DType::f32, ir::Shape{ir::Dim::from_sym(ir::SymInt::symbol("batch") * 64),
+                                         ir::Dim(128), ir::Dim::unknown()}};
+  std::map<std::string, int64_t> given = {{"batch", 4}};
+  CHECK(cost::bind_type(x, {nullptr, 1}).shape.str() == "[64,128,1]");
+  CHECK(cost::bind_type(x, {&given, 1}).shape.str() == "[256,128,1]");
+  CHECK(cost::bind_type(x, {nullptr, 2}).shape.str() == "[128,128,2]");
 }
 
 TEST_CASE("e-node costs need no graph", "[cost]") {

@@ -3,9 +3,11 @@
 // the same graph built at a fixed batch; invalid symbolic reshapes are refused naming the node;
 // Slice, Expand, Range, ConstantOfShape and pooling follow symbolic dims.
 #include <catch2/catch.hpp>
+#include <optional>
 #include <random>
 
 #include "ir/builder.h"
+#include "ir/constant_shape_specs.h"
 #include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "support/error.h"
@@ -87,6 +89,41 @@ TEST_CASE("one graph with a symbolic batch runs at every batch like its fixed tw
     REQUIRE(got.dims() == std::vector<int64_t>{batch, 19});
     CHECK(got.to_doubles() == want.to_doubles());
   }
+}
+
+TEST_CASE("computed reshape shapes become constant specs that hold at every batch", "[fast]") {
+  Graph dynamic = exported_style_graph(Dim::symbol("batch"));
+  ConstantShapeSpecs made = with_constant_shape_specs(dynamic);
+  INFO(print_graph(made.graph));
+  auto reshape_spec = [&](const std::string& value) -> std::optional<std::vector<int64_t>> {
+    const Node& n = made.graph.node(made.graph.value(*made.graph.find_value(value)).producer);
+    REQUIRE(n.op_type == "Reshape");
+    if (n.inputs.size() != 1) return std::nullopt;
+    return n.attrs.ints_if_present("shape");
+  };
+  // [batch,-1,4] of x[batch,8,16]: batch is x's dim 0.
+  CHECK(reshape_spec("reshape_4") == std::vector<int64_t>{0, -1, 4});
+  // [batch*4,32] of [batch,4,32]: the one symbolic entry is what is left.
+  CHECK(reshape_spec("flatten_heads") == std::vector<int64_t>{-1, 32});
+  // [batch,-1] of [batch*4,5]: batch is not the input's dim 0 and -1 is taken; it stays.
+  size_t computed = 0;
+  for (const Node& n : made.graph.nodes())
+    computed += n.op_type == "Reshape" && n.inputs.size() == 2;
+  CHECK(computed == 1);
+  CHECK(made.reshapes == 2);
+  CHECK(made.graph.nodes().size() < dynamic.nodes().size());  // the dead shape chains are gone
+  CHECK(type_of(made.graph, "flatten_heads") == "f32[batch*4,32]");
+  CHECK(made.graph.value(made.graph.outputs()[0]).type == dynamic.value(dynamic.outputs()[0]).type);
+  for (int64_t batch : {1, 3, 7}) {
+    INFO("batch " << batch);
+    Tensor x = random_f32({batch, 8, 16}, uint64_t(batch));
+    CHECK(Interpreter(made.graph).run({x}).at(0).to_doubles() ==
+          Interpreter(dynamic).run({x}).at(0).to_doubles());
+  }
+  // At a fixed batch every computed shape is a constant: all three Reshapes read it.
+  Graph fixed = exported_style_graph(Dim(2));
+  CHECK(with_constant_shape_specs(fixed).reshapes == 3);
+  CHECK(with_constant_shape_specs(with_constant_shape_specs(fixed).graph).reshapes == 0);
 }
 
 TEST_CASE("an invalid symbolic reshape is refused naming the node", "[fast]") {
