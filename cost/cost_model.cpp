@@ -193,7 +193,10 @@ NodeCost CostModel::fused_kernel_cost(const FusedKernelWork& work) const {
 NodeCost CostModel::fused_body_cost(const ir::OpContext& bound,
                                     const std::vector<ir::TensorType>& outputs) const {
   auto body = ir::kernel_body(bound.attr_string(ir::kKernelBodyAttr));
-  ir::Graph g = ir::kernel_body_graph(*body, bound.input_types);
+  // The inputs' known values go in too: a Reshape's shape, a Slice's bounds or a Gather's
+  // indices passed as a kernel input decide the shapes inside the body, which would otherwise
+  // be unknown and priced as one element each.
+  ir::Graph g = ir::kernel_body_graph(*body, bound.input_types, bound.input_values);
   double flops = 0, compute = 0, bytes = 0;
   for (const ir::Node& n : g.nodes()) {
     NodeCost c = node_cost(g, n);  // each op's compute term keeps its own wave quantization

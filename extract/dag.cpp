@@ -194,23 +194,13 @@ class LocalSearch {
 
 }  // namespace
 
-ExtractionResult extract_dag(const ExtractionProblem& problem, const DagOptions& options) {
-  using clock = LocalSearch::clock;
-  auto start = clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
-  require_non_negative_costs(problem, "dag");
+namespace {
 
-  TreeCosts greedy = tree_costs(problem);
-  for (ClassIndex r : problem.roots())
-    if (greedy.choice[r] == kNoNode)
-      fail("no finite term for a root e-class (every term is cyclic)");
-
-  const auto deadline =
-      start + std::chrono::duration_cast<clock::duration>(
-                  std::chrono::duration<double>(std::max(0.0, options.time_limit_seconds)));
-  LocalSearch search(problem, std::move(greedy.choice), deadline);
-  // Single switches to a local optimum, then two-step kicks; repeat while either helps, and
-  // stop at the deadline, between any two moves.
+// The local search from one full start: single switches to a local optimum, then two-step
+// kicks; repeat while either helps, and stop at the deadline, between any two moves.
+Choice descend(const ExtractionProblem& problem, Choice start,
+               LocalSearch::clock::time_point deadline) {
+  LocalSearch search(problem, std::move(start), deadline);
   for (bool improved = true; improved && !search.out_of_time();) {
     improved = false;
     for (bool descending = true; descending && !search.out_of_time();) {
@@ -236,7 +226,43 @@ ExtractionResult extract_dag(const ExtractionProblem& problem, const DagOptions&
       }
     }
   }
-  ExtractionResult result = make_result(problem, search.choice());
+  return search.choice();
+}
+
+}  // namespace
+
+ExtractionResult extract_dag(const ExtractionProblem& problem, const DagOptions& options) {
+  using clock = LocalSearch::clock;
+  auto start = clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  require_non_negative_costs(problem, "dag");
+
+  TreeCosts greedy = tree_costs(problem);
+  for (ClassIndex r : problem.roots())
+    if (greedy.choice[r] == kNoNode)
+      fail("no finite term for a root e-class (every term is cyclic)");
+
+  const auto deadline =
+      start + std::chrono::duration_cast<clock::duration>(
+                  std::chrono::duration<double>(std::max(0.0, options.time_limit_seconds)));
+  Choice best = descend(problem, greedy.choice, deadline);
+  double best_cost = dag_cost(problem, best);
+  // The caller's starts, each completed with the greedy choice where it has none; a start whose
+  // reachable part is not a valid acyclic choice is skipped. Past the deadline a start is still
+  // priced, just not improved. The first of equal costs is kept.
+  for (const Choice& hint : options.starts) {
+    Choice from = greedy.choice;
+    for (size_t c = 0; c < hint.size() && c < from.size(); ++c)
+      if (hint[c] != kNoNode) from[c] = hint[c];
+    if (!is_valid_choice(problem, from)) continue;
+    Choice found = descend(problem, std::move(from), deadline);
+    double cost = dag_cost(problem, found);
+    if (cost < best_cost * (1 - 1e-12)) {
+      best = std::move(found);
+      best_cost = cost;
+    }
+  }
+  ExtractionResult result = make_result(problem, best);
   result.seconds = elapsed();
   return result;
 }

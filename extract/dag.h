@@ -20,6 +20,13 @@ namespace eqfuse::extract {
 
 struct DagOptions {
   double time_limit_seconds = 0.8;  // stops improving (keeping the best so far) after this
+  // More choices to start the local search from, beside the greedy one (kNoNode where a start
+  // has no opinion: the greedy choice fills those). One local optimum can hide a better one
+  // that a different start reaches; the optimizer passes the graphs it already has (the input,
+  // the algebra's best), whose fused forms single switches find. The cheapest result wins, the
+  // earliest start among equals; a start that is not a valid acyclic choice is skipped. All
+  // share the one time limit, in order; past it a start is priced as it is.
+  std::vector<Choice> starts;
 };
 
 // Throws eqfuse::Error when a root has no finite term or a cost is negative.

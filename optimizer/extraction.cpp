@@ -63,8 +63,44 @@ double enode_seconds(const TensorEGraph& teg, const cost::CostModel& model, egra
   }
 }
 
+namespace {
+
+// A NodeChoice as a start for the extractor: its e-nodes on the e-classes it reaches from the
+// roots, kNoNode elsewhere and below an e-class it does not choose or chose untyped.
+extract::Choice start_choice(
+    const TensorEGraph& teg, const extract::ExtractionProblem& problem, const NodeChoice& choice,
+    const std::unordered_map<egraph::EClassId, extract::ClassIndex>& index,
+    const std::unordered_map<egraph::NodeId, extract::NodeIndex>& node_index) {
+  const egraph::EGraph& eg = *teg.egraph;
+  std::vector<egraph::EClassId> class_of(problem.num_classes());
+  for (const auto& [c, k] : index) class_of[k] = c;
+  extract::Choice out(problem.num_classes(), extract::kNoNode);
+  std::vector<bool> seen(problem.num_classes(), false);
+  std::vector<extract::ClassIndex> stack(problem.roots().begin(), problem.roots().end());
+  while (!stack.empty()) {
+    extract::ClassIndex c = stack.back();
+    stack.pop_back();
+    if (seen[c]) continue;
+    seen[c] = true;
+    egraph::NodeId n = egraph::kNoId;
+    try {
+      n = choice(class_of[c]);
+    } catch (const Error&) {
+      continue;
+    }
+    if (n == egraph::kNoId) continue;
+    auto it = node_index.find(eg.live_node(n));
+    if (it == node_index.end() || problem.node_class(it->second) != c) continue;
+    out[c] = it->second;
+    for (extract::ClassIndex k : problem.children(it->second)) stack.push_back(k);
+  }
+  return out;
+}
+
+}  // namespace
+
 Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
-                   const ExtractOptions& options) {
+                   const ExtractOptions& options, const std::vector<NodeChoice>& starts) {
   auto start = std::chrono::steady_clock::now();
   const egraph::EGraph& eg = *teg.egraph;
   extract::ExtractionProblem problem;
@@ -95,6 +131,12 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
     }
   }
   for (egraph::EClassId out : teg.outputs) problem.add_root(index.at(eg.find(out)));
+  std::unordered_map<egraph::NodeId, extract::NodeIndex> node_index;
+  for (size_t k = 0; k < node_of.size(); ++k) node_index.emplace(node_of[k], extract::NodeIndex(k));
+  extract::DagOptions dag;
+  dag.time_limit_seconds = options.dag_seconds;
+  for (const NodeChoice& start : starts)
+    dag.starts.push_back(start_choice(teg, problem, start, index, node_index));
 
   extract::ExtractionResult result;
   switch (options.method) {
@@ -102,14 +144,10 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
       result = extract::extract_greedy(problem);
       break;
     case ExtractMethod::Dag: {
-      extract::DagOptions dag;
-      dag.time_limit_seconds = options.dag_seconds;
       result = extract::extract_dag(problem, dag);
       break;
     }
     case ExtractMethod::Ilp: {
-      extract::DagOptions dag;
-      dag.time_limit_seconds = options.dag_seconds;
       extract::IlpOptions ilp;
       ilp.time_limit_seconds = options.ilp_seconds;
       ilp.warm_start = extract::extract_dag(problem, dag).choice;

@@ -6,6 +6,7 @@
 // Kept here, not in extract/, because extract/ knows nothing of tensors and costs.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cost/cost_model.h"
 #include "extract/choice.h"
@@ -38,7 +39,10 @@ struct Extraction {
 };
 
 // Extracts from a clean e-graph (rebuilt). Throws Error when an output has no finite term.
+// `starts` are choices the caller already has (the input graph, the algebra's best): the
+// DAG-aware search (`dag`, and `ilp`'s warm start) also starts from each, since its local
+// optimum depends on where it starts; what it returns is the cheapest it reached.
 Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
-                   const ExtractOptions& options);
+                   const ExtractOptions& options, const std::vector<NodeChoice>& starts = {});
 
 }  // namespace eqfuse::optimizer

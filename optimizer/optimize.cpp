@@ -188,7 +188,9 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
     progress("extract",
              fmt::format("{} extraction over {} e-nodes",
                          extract_method_name(options.extraction.method), teg.egraph->num_nodes()));
-  report.extraction = extract(teg, model, options.extraction);
+  // The search also starts from the graphs fusion grew its kernels on (the input, and the
+  // algebra's best in the joint pipeline): their fused forms are a switch or two away.
+  report.extraction = extract(teg, model, options.extraction, focus);
   std::vector<egraph::NodeId> made_from;
   ir::Graph optimized = to_graph(teg, report.extraction.choice, &made_from);
   Provenance provenance = node_provenance(teg, optimized, made_from);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cost/shape_binding.h"
+#include "ir/builder.h"
 #include "tests/cost/published_figures.h"
 #include "tests/cost/test_ops.h"
 
@@ -194,6 +195,21 @@ TEST_CASE("fused kernels cost one launch plus their own inputs and outputs", "[c
                                                    ir::FusionClass::Contraction, DType::f16});
     CHECK(gemm.seconds == Approx(roofline(f, flops, f.fp16_tflops, f.eff_contraction, 1, bytes)));
   }
+}
+
+TEST_CASE("a kernel is priced at the shapes its constant inputs give its body", "[cost]") {
+  // (Relu (Reshape ?0 ?1)) with the shape passed as a kernel input, as imports of static
+  // exports leave it: the Relu runs over 4096 elements, not over one of unknown shape.
+  ir::GraphBuilder b("k");
+  ir::ValueId x = b.input("x", DType::f32, {ir::Dim(4096)});
+  ir::ValueId shape =
+      b.weight("shape", ir::Tensor::from_vector<int64_t>(DType::i64, {2}, {64, 64}));
+  b.output(b.op("Kernel", {x, shape}, {{"body", std::string("(Relu (Reshape ?0 ?1))")}}));
+  ir::Graph g = std::move(b).finish();
+  const ir::Node& kernel = g.nodes().back();
+  REQUIRE(g.value(kernel.outputs[0]).type.str() == "f32[64,64]");
+  cost::NodeCost c = model_for(test::published_figures().back()).node_cost(g, kernel);
+  CHECK(c.flops == Approx(4096));
 }
 
 TEST_CASE("layout ops that codegen folds cost nothing; data movement costs its bytes", "[cost]") {
