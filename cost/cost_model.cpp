@@ -160,7 +160,16 @@ NodeCost CostModel::node_cost(const ir::OpContext& ctx,
     }
   }
 
-  if (ctx.def.name == ir::kKernelOp) return fused_body_cost(bound, outs);
+  if (ctx.def.name == ir::kKernelOp) {
+    // A body that cannot be instantiated at the bound shapes (the default binding of a dim may
+    // be one the model's reshapes do not allow, seq = 1 against a Reshape to (4, seq/4)) is
+    // priced as an opaque op of the same traffic: the estimate of what the model cannot count.
+    try {
+      return fused_body_cost(bound, outs);
+    } catch (const Error&) {
+      return opaque_cost(ir::kKernelOp, inputs, outs);
+    }
+  }
   ir::FusionClass fusion = ctx.def.fusion;
   ir::OpWork w = ctx.def.work ? ctx.def.work(bound, outs) : estimated_work(fusion, inputs, outs);
   ir::DType dtype =

@@ -212,6 +212,27 @@ TEST_CASE("a kernel is priced at the shapes its constant inputs give its body", 
   CHECK(c.flops == Approx(4096));
 }
 
+TEST_CASE("a kernel whose body the bound shapes do not fit is priced as opaque", "[cost]") {
+  // (Reshape :shape (4 -1) ?0) over [n]: n = 1, the default, is no multiple of 4.
+  ir::GraphBuilder b("k");
+  ir::ValueId x = b.input("x", DType::f32, {ir::Dim::symbol("n")});
+  b.output(b.op("Kernel", {x}, {{"body", std::string("(Relu (Reshape :shape (4 -1) ?0))")}}));
+  ir::Graph g = std::move(b).finish();
+  const ir::Node& kernel = g.nodes().back();
+  CostModel model = model_for(test::published_figures().back());
+  cost::NodeCost c = model.node_cost(g, kernel);
+  CHECK(c.seconds > 0);
+  CHECK(
+      c.seconds ==
+      Approx(model.opaque_cost("Kernel", {type(DType::f32, {1})}, {g.value(kernel.outputs[0]).type})
+                 .seconds));
+  cost::CostOptions at8;
+  at8.dim_bindings["n"] = 8;  // a binding the body fits: priced by its body
+  CHECK(CostModel(DeviceProfile::load_builtin(test::published_figures().back().name), at8)
+            .node_cost(g, kernel)
+            .flops == Approx(8));
+}
+
 TEST_CASE("layout ops that codegen folds cost nothing; data movement costs its bytes", "[cost]") {
   for (const auto& f : test::published_figures()) {
     INFO(f.name);
