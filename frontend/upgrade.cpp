@@ -114,6 +114,8 @@ void constant_inputs_to_attributes(const ir::Graph& g, NodeSpec& node) {
     }
   } else if (op == "Split") {
     to_ints_attr(1, "split");
+  } else if (op == "Reshape") {
+    to_ints_attr(1, "shape");
   } else if (op == "Pad") {
     to_ints_attr(1, "pads");
   } else if (op == "Clip") {

@@ -143,7 +143,9 @@ TEST_CASE("constant chains, Constant and Identity on weights fold at import", "[
   REQUIRE(g.nodes().size() == 2);
   CHECK(g.nodes()[0].op_type == "Add");
   CHECK(g.nodes()[1].op_type == "Reshape");
-  CHECK(g.value(g.nodes()[1].inputs[1]).data->to_int64s() == std::vector<int64_t>{2, -1});
+  // The folded shape is a constant, so it becomes Reshape's `shape` attribute.
+  CHECK(g.nodes()[1].inputs.size() == 1);
+  CHECK(g.nodes()[1].attrs.get_ints("shape") == std::vector<int64_t>{2, -1});
   CHECK(g.value(g.outputs()[0]).type.str() == "f32[2,12]");
 }
 
@@ -165,6 +167,25 @@ TEST_CASE("attribute-like constant inputs become attributes and go back on expor
   CHECK_NOTHROW(onnx::checker::check_model(out));
   CHECK(out.graph().node(0).input_size() == 2);
   ir::Graph back = roundtrip(g, temp_dir("axes"));
+  check_same_structure(g, back);
+}
+
+TEST_CASE("Reshape's constant shape becomes its attribute and an input again on export",
+          "[frontend][upgrade]") {
+  auto m = onnx_model(13);
+  add_input(m, "x", {2, 3, 4});
+  add_int64_initializer(m, "shape", {0, -1});
+  add_node(m, "Reshape", {"x", "shape"}, {"y"}, "reshape");
+  add_output(m, "y", {2, 12});
+  ir::Graph g = import_model(m, "reshape");
+  REQUIRE(g.nodes().size() == 1);
+  CHECK(g.nodes()[0].inputs.size() == 1);
+  CHECK(g.nodes()[0].attrs.get_ints("shape") == std::vector<int64_t>{0, -1});
+  CHECK(g.value(g.outputs()[0]).type.str() == "f32[2,12]");
+  onnx::ModelProto out = frontend::export_model_proto(g, temp_dir("reshape"));
+  CHECK_NOTHROW(onnx::checker::check_model(out));
+  CHECK(out.graph().node(0).input_size() == 2);
+  ir::Graph back = roundtrip(g, temp_dir("reshape"));
   check_same_structure(g, back);
 }
 
