@@ -15,9 +15,14 @@ ir::TensorType bind_type(const ir::TensorType& type, const DimBindings& bindings
     // for its name or else the default, and the expression is evaluated, so that batch*64 is 64
     // times batch (binding the expression as a whole would break Reshape's element count).
     ir::SymInt size = d.sym();
-    std::map<std::string, int64_t> env;
-    if (bindings.by_name) env = *bindings.by_name;
-    for (const std::string& name : size.symbols()) env.emplace(name, bindings.fallback);
+    std::map<std::string, int64_t> env;  // only the dim's own symbols (this runs per e-node)
+    for (const std::string& name : size.symbols()) {
+      int64_t value = bindings.fallback;
+      if (bindings.by_name)
+        if (auto it = bindings.by_name->find(name); it != bindings.by_name->end())
+          value = it->second;
+      env.emplace(name, value);
+    }
     std::optional<int64_t> v = size.is_known() ? size.evaluate(env) : std::nullopt;
     d = ir::Dim(v && *v > 0 ? *v : bindings.fallback);
   }

@@ -69,11 +69,9 @@ namespace {
 // roots, kNoNode elsewhere and below an e-class it does not choose or chose untyped.
 extract::Choice start_choice(
     const TensorEGraph& teg, const extract::ExtractionProblem& problem, const NodeChoice& choice,
-    const std::unordered_map<egraph::EClassId, extract::ClassIndex>& index,
+    const std::vector<egraph::EClassId>& class_of,
     const std::unordered_map<egraph::NodeId, extract::NodeIndex>& node_index) {
   const egraph::EGraph& eg = *teg.egraph;
-  std::vector<egraph::EClassId> class_of(problem.num_classes());
-  for (const auto& [c, k] : index) class_of[k] = c;
   extract::Choice out(problem.num_classes(), extract::kNoNode);
   std::vector<bool> seen(problem.num_classes(), false);
   std::vector<extract::ClassIndex> stack(problem.roots().begin(), problem.roots().end());
@@ -136,7 +134,7 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
   extract::DagOptions dag;
   dag.time_limit_seconds = options.dag_seconds;
   for (const NodeChoice& start : starts)
-    dag.starts.push_back(start_choice(teg, problem, start, index, node_index));
+    dag.starts.push_back(start_choice(teg, problem, start, class_of, node_index));
 
   extract::ExtractionResult result;
   switch (options.method) {
