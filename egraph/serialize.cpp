@@ -7,14 +7,12 @@
 #include "egraph/term.h"
 
 namespace eqfuse::egraph {
-namespace {
-std::string op_text(const EGraph& g, NodeId n) {
+std::string node_text(const EGraph& g, NodeId n) {
   std::string text(symbol_name(g.op(n)));
   std::string attrs = attrs_string(g.attrs(n));
   if (!attrs.empty()) text += " " + attrs;
   return text;
 }
-}  // namespace
 
 SerializedEGraph to_serialized(const EGraph& g, const std::vector<EClassId>& roots) {
   if (!g.clean()) fail("internal: serializing an e-graph that needs a rebuild");
@@ -25,7 +23,7 @@ SerializedEGraph to_serialized(const EGraph& g, const std::vector<EClassId>& roo
     for (size_t k = 0; k < nodes.size(); ++k) {
       SerializedNode node;
       node.id = fmt::format("{}.{}", c, k);
-      node.op = op_text(g, nodes[k]);
+      node.op = node_text(g, nodes[k]);
       for (EClassId child : g.children(nodes[k]))
         node.children.push_back(fmt::format("{}.0", child));
       node.eclass = std::to_string(c);
@@ -108,7 +106,7 @@ std::string to_dot(const EGraph& g, const std::vector<EClassId>& roots) {
                        root ? " color=red;" : "", c);
     auto nodes = g.class_nodes(c);
     for (size_t k = 0; k < nodes.size(); ++k) {
-      std::string label = op_text(g, nodes[k]);
+      std::string label = node_text(g, nodes[k]);
       std::string escaped;
       for (char ch : label) {
         if (ch == '"' || ch == '\\') escaped += '\\';

@@ -16,6 +16,8 @@
 
 namespace eqfuse::egraph {
 
+// An e-node as serialized: its op name, then its attributes as written in terms.
+std::string node_text(const EGraph& egraph, NodeId n);
 // `egraph` must be clean. `roots` become root_eclasses (canonicalized).
 SerializedEGraph to_serialized(const EGraph& egraph, const std::vector<EClassId>& roots = {});
 // Adds the serialized e-graph's nodes, merging nodes of one file e-class; returns the classes of

@@ -70,4 +70,51 @@ SerializedProblem make_problem(const egraph::SerializedEGraph& egraph) {
   return out;
 }
 
+egraph::SerializedEGraph to_serialized(const ExtractionProblem& problem,
+                                       std::span<const std::string> ops) {
+  // Which e-nodes can be part of a term at all: every child class keeps one (to a fixpoint).
+  std::vector<bool> kept(problem.num_nodes(), true);
+  std::vector<size_t> alive(problem.num_classes(), 0);
+  for (NodeIndex n = 0; n < problem.num_nodes(); ++n) ++alive[problem.node_class(n)];
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (NodeIndex n = 0; n < problem.num_nodes(); ++n) {
+      if (!kept[n]) continue;
+      for (ClassIndex c : problem.children(n))
+        if (alive[c] == 0) {
+          kept[n] = false;
+          --alive[problem.node_class(n)];
+          changed = true;
+          break;
+        }
+    }
+  }
+  auto node_id = [&](ClassIndex c, size_t j) {
+    return std::to_string(c) + "." + std::to_string(j);
+  };
+  std::vector<std::string> first(problem.num_classes());
+  std::vector<size_t> position(problem.num_nodes(), 0);
+  for (ClassIndex c = 0; c < problem.num_classes(); ++c) {
+    size_t j = 0;
+    for (NodeIndex n : problem.nodes(c))
+      if (kept[n]) position[n] = j++;
+    if (j > 0) first[c] = node_id(c, 0);
+  }
+  egraph::SerializedEGraph out;
+  for (ClassIndex c = 0; c < problem.num_classes(); ++c)
+    for (NodeIndex n : problem.nodes(c)) {
+      if (!kept[n]) continue;
+      egraph::SerializedNode node;
+      node.id = node_id(c, position[n]);
+      node.op = n < ops.size() ? ops[n] : "node";
+      for (ClassIndex k : problem.children(n)) node.children.push_back(first[k]);
+      node.eclass = std::to_string(c);
+      node.cost = problem.cost(n);
+      out.nodes.push_back(std::move(node));
+    }
+  for (ClassIndex r : problem.roots())
+    if (alive[r] > 0) out.root_eclasses.push_back(std::to_string(r));
+  return out;
+}
+
 }  // namespace eqfuse::extract

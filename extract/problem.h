@@ -58,4 +58,12 @@ struct SerializedProblem {
 };
 SerializedProblem make_problem(const egraph::SerializedEGraph& egraph);
 
+// The problem as a serialized e-graph, so that `eqfuse extract` and other extractors can read
+// it: e-class "K" for ClassIndex K, e-node "K.J" for the J-th e-node of class K with `ops[n]` as
+// its op (ops may be empty: then every op is "node"), a child naming the first e-node of its
+// class. E-nodes with a child e-class that has no e-node left are dropped (repeatedly), as no
+// choice can use them; make_problem of the result is the same problem up to those.
+egraph::SerializedEGraph to_serialized(const ExtractionProblem& problem,
+                                       std::span<const std::string> ops = {});
+
 }  // namespace eqfuse::extract

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <unordered_map>
 
+#include "egraph/serialize.h"
 #include "egraph/symbol.h"
 #include "extract/dag.h"
 #include "extract/greedy.h"
@@ -131,6 +132,12 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
   for (egraph::EClassId out : teg.outputs) problem.add_root(index.at(eg.find(out)));
   std::unordered_map<egraph::NodeId, extract::NodeIndex> node_index;
   for (size_t k = 0; k < node_of.size(); ++k) node_index.emplace(node_of[k], extract::NodeIndex(k));
+  if (!options.dump_path.empty()) {
+    std::vector<std::string> ops;
+    ops.reserve(node_of.size());
+    for (egraph::NodeId n : node_of) ops.push_back(egraph::node_text(eg, n));
+    egraph::write_serialized_egraph(extract::to_serialized(problem, ops), options.dump_path);
+  }
   extract::DagOptions dag;
   dag.time_limit_seconds = options.dag_seconds;
   for (const NodeChoice& start : starts)

@@ -22,6 +22,9 @@ struct ExtractOptions {
   ExtractMethod method = ExtractMethod::Dag;
   double dag_seconds = 1;   // the DAG-aware local search's budget
   double ilp_seconds = 10;  // the ILP's time limit
+  // When set, the costed problem (milliseconds) is also written there as egraph-serialize JSON
+  // (extract/problem.h), for `eqfuse extract` and other extractors to study.
+  std::string dump_path;
 };
 
 // The predicted time of e-node `n` in seconds: leaves, projections and layout ops that codegen

@@ -171,6 +171,9 @@ RegisterCommand optimize_command{
        app.add_option("--ilp-time", args->options.extraction.ilp_seconds,
                       "the ILP's time limit in seconds (default 10)")
            ->check(CLI::PositiveNumber);
+       app.add_option("--dump-extraction", args->options.extraction.dump_path,
+                      "also write the costed extraction problem (egraph-serialize JSON, ms) "
+                      "for `eqfuse extract`");
        app.add_option("--phases", args->phases,
                       "which phases run: algebra, fusion or algebra,fusion (default)");
        app.add_flag("--sequential", args->sequential,

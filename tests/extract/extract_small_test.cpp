@@ -208,3 +208,24 @@ TEST_CASE("the problem rejects bad costs and indices", "[extract]") {
   CHECK_FALSE(is_valid_choice(p, Choice{kNoNode}));
   CHECK_THROWS_AS(dag_cost(p, Choice{kNoNode}), Error);
 }
+
+TEST_CASE("a problem written as a serialized e-graph reads back as the same problem", "[extract]") {
+  auto sp = problem_from_text(test::kSharedSubterm);
+  ExtractionProblem p = sp.problem;
+  // An e-node no term can use: its child e-class has no e-node. Dropped when written.
+  ClassIndex empty = p.add_class();
+  ClassIndex unused = p.add_class();
+  std::vector<ClassIndex> kids{empty};
+  p.add_node(unused, 1, kids);
+  std::vector<std::string> ops(p.num_nodes(), "op");
+  egraph::SerializedEGraph written = to_serialized(p, ops);
+  CHECK(written.nodes.size() == sp.problem.num_nodes());
+  SerializedProblem back = make_problem(
+      egraph::parse_serialized_egraph(egraph::serialized_egraph_to_json(written), "back"));
+  CHECK(back.problem.num_nodes() == sp.problem.num_nodes());
+  CHECK(back.problem.roots().size() == sp.problem.roots().size());
+  CHECK(extract_dag(back.problem).dag_cost == extract_dag(sp.problem).dag_cost);
+  auto ilp = extract_ilp(back.problem);
+  CHECK(ilp.optimal);
+  CHECK(ilp.dag_cost == 12);
+}

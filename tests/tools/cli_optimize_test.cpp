@@ -84,6 +84,26 @@ TEST_CASE("eqfuse optimize --explain: the rules behind each kernel", "[tools][fa
   CHECK(r.out.find("of the model is now inside kernel ") != std::string::npos);
 }
 
+TEST_CASE("eqfuse optimize --dump-extraction: the problem eqfuse extract solves the same",
+          "[tools][fast]") {
+  fs::path dir = fresh_dir("cli_optimize_dump");
+  std::string out = (dir / "mlp.opt.onnx").string(), dump = (dir / "mlp.extraction.json").string();
+  std::vector<std::string> args = {"optimize", example("mlp"),      "-o", out,
+                                   "--json",   "--dump-extraction", dump, "--no-verify"};
+  Result r = run_eqfuse(args);
+  INFO(describe(args, r));
+  REQUIRE(r.code == 0);
+  double cost_ms = nlohmann::json::parse(r.out)["extraction"]["cost_ms"].get<double>();
+  std::vector<std::string> again = {"extract", dump, "--method", "ilp", "--json"};
+  Result e = run_eqfuse(again);
+  INFO(describe(again, e));
+  REQUIRE(e.code == 0);
+  nlohmann::json j = nlohmann::json::parse(e.out);
+  // The exact solver on the dumped problem is never worse than the DAG-aware search was.
+  CHECK(j["dag_cost"].get<double>() <= cost_ms * (1 + 1e-9));
+  CHECK(j["bound"].get<double>() <= cost_ms * (1 + 1e-9));
+}
+
 TEST_CASE("eqfuse optimize: the same bytes at one and two threads", "[tools][fast]") {
   fs::path dir = fresh_dir("cli_optimize_threads");
   std::string a = (dir / "a.onnx").string(), b = (dir / "b.onnx").string();
