@@ -74,6 +74,11 @@ struct Rewrite {
   std::vector<Condition> conditions;
   std::shared_ptr<const Applier> applier;
   SourceLocation where;
+  // Re-applying a match that was applied changes nothing: the applier's result is a function of
+  // the match and of facts about its e-classes that only grow (true for pattern instantiation;
+  // a C++ applier that may decline a match until some fact is known must leave it false). The
+  // runner then applies each match once per run instead of on every iteration that finds it.
+  bool idempotent = false;
 
   Matches search(const EGraph& egraph, int threads = 1, size_t max_matches = SIZE_MAX,
                  Query::Deadline deadline = Query::Deadline::max()) const {

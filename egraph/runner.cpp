@@ -1,5 +1,8 @@
 #include "egraph/runner.h"
 
+#include <string>
+#include <unordered_set>
+
 namespace eqfuse::egraph {
 
 const char* stop_reason_name(StopReason reason) {
@@ -79,6 +82,8 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
   }
 
   std::optional<StopReason> stop;
+  // Per rule, the matches (root, then substitution) applied so far, for idempotent rules.
+  std::vector<std::unordered_set<std::u32string>> applied_before(rules.size());
   for (size_t iter = 0;; ++iter) {
     for (const auto& hook : options.hooks)
       if (!hook(egraph, report)) stop = StopReason::Hook;
@@ -151,7 +156,18 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
       const Applier& applier = *rw.applier;
       for (size_t i = 0, n = found[r].size(); i < n; ++i) {
         if (i + kAhead < n) applier.prefetch(egraph, found[r].subst(i + kAhead));
-        applied += rw.apply(egraph, found[r].root(i), found[r].subst(i));
+        if (rw.idempotent) {
+          Subst subst = found[r].subst(i);
+          std::u32string key(1, static_cast<char32_t>(found[r].root(i)));
+          key.append(subst.begin(), subst.end());
+          if (applied_before[r].contains(key)) continue;
+          if (rw.apply(egraph, found[r].root(i), subst)) {
+            ++applied;
+            applied_before[r].insert(std::move(key));
+          }
+        } else {
+          applied += rw.apply(egraph, found[r].root(i), found[r].subst(i));
+        }
         if (egraph.num_nodes() >= limits.nodes) {
           stop = StopReason::NodeLimit;
           break;

@@ -77,7 +77,8 @@ class BackoffScheduler : public Scheduler {
 struct RuleStats {
   std::string name;
   size_t matches = 0;       // found and kept by the scheduler
-  size_t applications = 0;  // matches whose conditions held and that were applied
+  size_t applications = 0;  // matches whose conditions held and that were applied (once per
+                            // run for an idempotent rule)
   size_t times_banned = 0;
   double search_seconds = 0, apply_seconds = 0;
 };

@@ -210,27 +210,74 @@ class Fuser {
     return true;
   }
 
-  // A body's text (over ?k) as a term over `inputs`.
-  std::optional<uint32_t> term_of_body(const Sexpr& t, const std::vector<EClassId>& inputs) {
-    if (t.kind == Sexpr::Kind::Var) {
-      size_t k = std::stoul(t.text);
-      if (k >= inputs.size()) return std::nullopt;
-      return terms_.leaf(inputs[k]);
-    }
+  // A kernel body compiled once per body text: its applications in post-order, each child
+  // either an input (?k) or an earlier step. Kernel e-nodes are read every round, and parsing
+  // and interning their bodies each time was a tenth of fusion's time.
+  struct BodyStep {
+    egraph::Symbol op;
+    egraph::AttrId attrs;
+    std::vector<int64_t> kids;  // >= 0: an earlier step; < 0: input -(k+1)
+  };
+  using BodyTemplate = std::vector<BodyStep>;  // empty: the body is a bare input (?0)
+
+  static std::optional<int64_t> compile_body(const Sexpr& t, BodyTemplate& out) {
+    if (t.kind == Sexpr::Kind::Var) return -static_cast<int64_t>(std::stoul(t.text)) - 1;
     const ir::OpDef* def = ir::find_op(t.items[0].text);
     if (!def) return std::nullopt;
     egraph::AttrList attrs;
-    std::vector<uint32_t> kids;
+    BodyStep step;
     size_t i = 1;
     for (; i + 1 < t.items.size() && t.items[i].kind == Sexpr::Kind::Keyword; i += 2)
       attrs.emplace_back(egraph::intern(t.items[i].text), egraph::intern(t.items[i + 1].str()));
     for (; i < t.items.size(); ++i) {
-      auto k = term_of_body(t.items[i], inputs);
+      auto k = compile_body(t.items[i], out);
       if (!k) return std::nullopt;
-      kids.push_back(*k);
+      step.kids.push_back(*k);
     }
-    return terms_.app(egraph::intern(def->name), egraph::intern_attrs(std::move(attrs)),
-                      std::move(kids));
+    step.op = egraph::intern(def->name);
+    step.attrs = egraph::intern_attrs(std::move(attrs));
+    out.push_back(std::move(step));
+    return static_cast<int64_t>(out.size() - 1);
+  }
+
+  // The compiled body of `text` (cached by its text); nullptr when it is not a body of known ops.
+  const BodyTemplate* body_template(const std::string& text) {
+    auto it = templates_.find(text);
+    if (it == templates_.end()) {
+      std::optional<BodyTemplate> compiled;
+      try {
+        BodyTemplate steps;
+        if (auto root = compile_body(ir::kernel_body(text)->term, steps); root && *root >= 0)
+          compiled = std::move(steps);
+      } catch (const Error&) {
+      }
+      it = templates_.emplace(text, std::move(compiled)).first;
+    }
+    return it->second ? &*it->second : nullptr;
+  }
+
+  // A body's text (over ?k) as a term over `inputs`.
+  std::optional<uint32_t> term_of_body(const std::string& text,
+                                       const std::vector<EClassId>& inputs) {
+    const BodyTemplate* body = body_template(text);
+    if (!body) return std::nullopt;
+    std::vector<uint32_t> made;
+    made.reserve(body->size());
+    for (const BodyStep& step : *body) {
+      std::vector<uint32_t> kids;
+      kids.reserve(step.kids.size());
+      for (int64_t k : step.kids) {
+        if (k >= 0) {
+          kids.push_back(made[static_cast<size_t>(k)]);
+          continue;
+        }
+        auto input = static_cast<size_t>(-(k + 1));
+        if (input >= inputs.size()) return std::nullopt;
+        kids.push_back(terms_.leaf(inputs[input]));
+      }
+      made.push_back(terms_.app(step.op, step.attrs, std::move(kids)));
+    }
+    return made.back();
   }
 
   std::optional<uint32_t> unit_of(NodeId n) {
@@ -242,12 +289,7 @@ class Fuser {
     }
     if (children.empty()) return std::nullopt;
     if (is_kernel(n)) {
-      std::optional<uint32_t> t;
-      try {
-        t = term_of_body(ir::kernel_body(body_of(n))->term, children);
-      } catch (const Error&) {
-        return std::nullopt;
-      }
+      std::optional<uint32_t> t = term_of_body(body_of(n), children);
       if (t) {
         auto made = teg_.fused_from.find(n);
         if (made != teg_.fused_from.end()) sources_.try_emplace(*t, made->second);
@@ -423,13 +465,13 @@ class Fuser {
     size_t slot = static_cast<size_t>(std::find(consumer.inputs.begin(), consumer.inputs.end(), x) -
                                       consumer.inputs.begin());
     FusionUnit kernel = options_.merge(consumer, slot, producer);
-    std::optional<uint32_t> t;
     try {
-      t = term_of_body(ir::kernel_body(kernel.body)->term, kernel.inputs);
+      ir::kernel_body(kernel.body);  // a malformed body is refused with the parser's reason
     } catch (const Error& e) {
       refuse(kernel.body, e.what());
       return std::nullopt;
     }
+    std::optional<uint32_t> t = term_of_body(kernel.body, kernel.inputs);
     if (!t) return std::nullopt;
     if (*t == reference) return t;  // the same term: proved by reflexivity
     std::string text = instance_rule(consumer, slot, producer, kernel);
@@ -661,11 +703,7 @@ class Fuser {
       const std::string& body = k.text;
       // What joins the e-graph is the text and its inputs: read back, they must be the term that
       // was proved, or the printing would be a second, unchecked statement of the kernel.
-      std::optional<uint32_t> back;
-      try {
-        back = term_of_body(ir::kernel_body(body)->term, leaves);
-      } catch (const Error&) {
-      }
+      std::optional<uint32_t> back = term_of_body(body, leaves);
       if (!back || *back != k.term) {
         refuse(body, "internal: the body read back is not the proved term");
         continue;
@@ -700,6 +738,7 @@ class Fuser {
   egraph::Symbol kernel_op_, body_key_;
   FusionReport report_;
   TermTable terms_;
+  std::unordered_map<std::string, std::optional<BodyTemplate>> templates_;  // by body text
   std::vector<std::optional<TypeSlot>> types_;
   std::unordered_map<uint64_t, std::optional<ir::Attributes>> attrs_;
   std::map<std::pair<EClassId, uint64_t>, std::optional<Candidate>> tried_;

@@ -206,6 +206,8 @@ egraph::Rewrite compile_rule(const rules::Rule& rule) {
     return true;
   });
   rw.applier = std::make_shared<TensorApplier>(cc, std::move(patterns), rw.vars.size());
+  // Its conditions and computed attributes read types and values, which merges never change.
+  rw.idempotent = true;
   return rw;
 }
 

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "egraph/rewrite_file.h"
+#include "egraph/serialize.h"
 #include "egraph/term.h"
 
 using namespace eqfuse::egraph;
@@ -66,6 +67,34 @@ TEST_CASE("the AC+distributivity workload grows like egg's", "[runner]") {
     CHECK(r.per_iteration[i].nodes == expect[i].first);
     CHECK(r.per_iteration[i].classes == expect[i].second);
   }
+}
+
+TEST_CASE("idempotent rules apply each match once and grow the same e-graph", "[runner]") {
+  auto run_with = [](bool idempotent) {
+    EGraph g;
+    add_term(g, kAcTerm);
+    std::vector<Rewrite> rules = parse_rewrites(kAcRules);
+    for (Rewrite& r : rules) r.idempotent = idempotent;
+    RunnerOptions opts;
+    opts.limits.iterations = 4;
+    RunReport r = run(g, rules, opts);
+    return std::make_pair(r, to_serialized(g).nodes.size());
+  };
+  auto [plain, plain_nodes] = run_with(false);
+  auto [once, once_nodes] = run_with(true);
+  CHECK(once_nodes == plain_nodes);
+  for (size_t i = 0; i < plain.per_iteration.size(); ++i) {
+    CHECK(once.per_iteration[i].nodes == plain.per_iteration[i].nodes);
+    CHECK(once.per_iteration[i].classes == plain.per_iteration[i].classes);
+  }
+  // Matches found again in later iterations are not applied again.
+  CHECK(once.per_iteration[0].applications == plain.per_iteration[0].applications);
+  size_t plain_total = 0, once_total = 0;
+  for (size_t i = 0; i < plain.per_iteration.size(); ++i) {
+    plain_total += plain.per_iteration[i].applications;
+    once_total += once.per_iteration[i].applications;
+  }
+  CHECK(once_total < plain_total);
 }
 
 TEST_CASE("node limit N ends with at most 1.05 N e-nodes", "[runner]") {
