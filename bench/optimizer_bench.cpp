@@ -64,8 +64,12 @@ EQFUSE_OPTIMIZE_BENCH(pointwise_chain);
 EQFUSE_OPTIMIZE_BENCH(mlp_block);
 EQFUSE_OPTIMIZE_BENCH(attention_block);
 EQFUSE_OPTIMIZE_BENCH(bert_tiny);
+EQFUSE_OPTIMIZE_BENCH(bert_tiny_op13);
+EQFUSE_OPTIMIZE_BENCH(gpt_tiny);
+EQFUSE_OPTIMIZE_BENCH(vit_tiny);
 EQFUSE_OPTIMIZE_BENCH(resnet18);
 EQFUSE_OPTIMIZE_BENCH(squeezenet1_1);
+EQFUSE_OPTIMIZE_BENCH(mobilenet_v2);
 BENCHMARK_CAPTURE(BM_Optimize, resnet50_structure, std::string("resnet50"))
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);

@@ -64,6 +64,12 @@ double enode_seconds(const TensorEGraph& teg, const cost::CostModel& model, egra
   }
 }
 
+double EnodeCosts::seconds(egraph::NodeId n) {
+  if (n >= seconds_.size()) seconds_.resize(teg_.egraph->num_node_slots(), -1);
+  if (seconds_[n] < 0) seconds_[n] = enode_seconds(teg_, model_, n);
+  return seconds_[n];
+}
+
 namespace {
 
 // A NodeChoice as a start for the extractor: its e-nodes on the e-classes it reaches from the
@@ -99,8 +105,11 @@ extract::Choice start_choice(
 }  // namespace
 
 Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
-                   const ExtractOptions& options, const std::vector<NodeChoice>& starts) {
+                   const ExtractOptions& options, const std::vector<NodeChoice>& starts,
+                   EnodeCosts* costs) {
   auto start = std::chrono::steady_clock::now();
+  std::optional<EnodeCosts> own;
+  if (!costs) costs = &own.emplace(teg, model);
   const egraph::EGraph& eg = *teg.egraph;
   extract::ExtractionProblem problem;
   std::unordered_map<egraph::EClassId, extract::ClassIndex> index;
@@ -125,7 +134,7 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
       }
       if (!typed) continue;
       // Milliseconds: the ILP's tolerances suit numbers near 1 better than seconds.
-      problem.add_node(index.at(c), enode_seconds(teg, model, n) * 1e3, children);
+      problem.add_node(index.at(c), costs->seconds(n) * 1e3, children);
       node_of.push_back(n);
     }
   }

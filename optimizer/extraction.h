@@ -31,6 +31,20 @@ struct ExtractOptions {
 // folds cost nothing; an opaque (kept) node is the cost model's opaque estimate.
 double enode_seconds(const TensorEGraph& teg, const cost::CostModel& model, egraph::NodeId n);
 
+// enode_seconds of one e-graph's e-nodes, each computed once: the joint pipeline extracts from
+// the same e-graph before fusion (the algebra's best) and after (which adds only kernels), and
+// an e-node's cost depends only on its op and its classes' types, which neither changes.
+class EnodeCosts {
+ public:
+  EnodeCosts(const TensorEGraph& teg, const cost::CostModel& model) : teg_(teg), model_(model) {}
+  double seconds(egraph::NodeId n);
+
+ private:
+  const TensorEGraph& teg_;
+  const cost::CostModel& model_;
+  std::vector<double> seconds_;  // by e-node; negative where not yet computed
+};
+
 struct Extraction {
   NodeChoice choice;
   std::string method;
@@ -45,7 +59,9 @@ struct Extraction {
 // `starts` are choices the caller already has (the input graph, the algebra's best): the
 // DAG-aware search (`dag`, and `ilp`'s warm start) also starts from each, since its local
 // optimum depends on where it starts; what it returns is the cheapest it reached.
+// `costs`, when given, must be of `teg` and `model`, and keeps its e-node costs for a later call.
 Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
-                   const ExtractOptions& options, const std::vector<NodeChoice>& starts = {});
+                   const ExtractOptions& options, const std::vector<NodeChoice>& starts = {},
+                   EnodeCosts* costs = nullptr);
 
 }  // namespace eqfuse::optimizer

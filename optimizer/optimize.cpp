@@ -147,11 +147,14 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
     report.stop_reason = "algebra off";
   }
   std::vector<NodeChoice> focus = {original_choice(teg)};
+  std::optional<EnodeCosts> costs;  // of `teg`, shared by its extractions
   if (options.fusion && options.algebra) {
     // The best graph of the algebra alone: the sequential pipeline fuses it as it is; the joint
     // one fuses its e-classes first, among all their alternatives.
-    Extraction first = extract(teg, model, options.extraction);
+    costs.emplace(teg, model);
+    Extraction first = extract(teg, model, options.extraction, {}, &*costs);
     if (options.sequential) {
+      costs.reset();  // of the e-graph replaced below
       std::vector<egraph::NodeId> made_from;
       ir::Graph algebraic = to_graph(teg, first.choice, &made_from);
       TensorEGraph next = from_graph(algebraic);
@@ -190,7 +193,8 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
                          extract_method_name(options.extraction.method), teg.egraph->num_nodes()));
   // The search also starts from the graphs fusion grew its kernels on (the input, and the
   // algebra's best in the joint pipeline): their fused forms are a switch or two away.
-  report.extraction = extract(teg, model, options.extraction, focus);
+  if (!costs) costs.emplace(teg, model);
+  report.extraction = extract(teg, model, options.extraction, focus, &*costs);
   std::vector<egraph::NodeId> made_from;
   ir::Graph optimized = to_graph(teg, report.extraction.choice, &made_from);
   Provenance provenance = node_provenance(teg, optimized, made_from);
