@@ -84,6 +84,7 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
   std::optional<StopReason> stop;
   // Per rule, the matches (root, then substitution) applied so far, for idempotent rules.
   std::vector<std::unordered_set<std::u32string>> applied_before(rules.size());
+  size_t applied_bytes = 0;  // their memory, roughly (a hash node and the key), for the limit
   for (size_t iter = 0;; ++iter) {
     for (const auto& hook : options.hooks)
       if (!hook(egraph, report)) stop = StopReason::Hook;
@@ -129,7 +130,8 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
       it.matches += found[r].size();
       match_bytes += found[r].data.capacity() * 4;
       if (timed && Clock::now() >= deadline) stop = StopReason::TimeLimit;
-      if (egraph.memory_bytes() + match_bytes > limits.memory_bytes) stop = StopReason::MemoryLimit;
+      if (egraph.memory_bytes() + match_bytes + applied_bytes > limits.memory_bytes)
+        stop = StopReason::MemoryLimit;
     }
     it.search_seconds = since(phase);
 
@@ -163,6 +165,7 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
           if (applied_before[r].contains(key)) continue;
           if (rw.apply(egraph, found[r].root(i), subst)) {
             ++applied;
+            applied_bytes += 48 + key.capacity() * sizeof(char32_t);
             applied_before[r].insert(std::move(key));
           }
         } else {
@@ -178,7 +181,7 @@ RunReport run(EGraph& egraph, const std::vector<Rewrite>& rules, const RunnerOpt
             stop = StopReason::TimeLimit;
             break;
           }
-          if (egraph.memory_bytes() + match_bytes > limits.memory_bytes) {
+          if (egraph.memory_bytes() + match_bytes + applied_bytes > limits.memory_bytes) {
             stop = StopReason::MemoryLimit;
             break;
           }

@@ -218,7 +218,7 @@ class Fuser {
     egraph::AttrId attrs;
     std::vector<int64_t> kids;  // >= 0: an earlier step; < 0: input -(k+1)
   };
-  using BodyTemplate = std::vector<BodyStep>;  // empty: the body is a bare input (?0)
+  using BodyTemplate = std::vector<BodyStep>;  // the last step is the body's root
 
   static std::optional<int64_t> compile_body(const Sexpr& t, BodyTemplate& out) {
     if (t.kind == Sexpr::Kind::Var) return -static_cast<int64_t>(std::stoul(t.text)) - 1;
@@ -240,7 +240,8 @@ class Fuser {
     return static_cast<int64_t>(out.size() - 1);
   }
 
-  // The compiled body of `text` (cached by its text); nullptr when it is not a body of known ops.
+  // The compiled body of `text` (cached by its text); nullptr when it is not an application of
+  // known ops (a bare input is not a kernel).
   const BodyTemplate* body_template(const std::string& text) {
     auto it = templates_.find(text);
     if (it == templates_.end()) {
