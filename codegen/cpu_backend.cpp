@@ -73,9 +73,9 @@ std::string source_hash(const std::string& text) {
 
 std::unique_ptr<CpuModule> CpuModule::build(
     const ir::Graph& graph, CpuBuildInfo* info,
-    const std::function<void(const std::string&)>& on_compile) {
+    const std::function<void(const std::string&)>& on_compile, const PlanOptions& options) {
   std::unique_ptr<CpuModule> m(new CpuModule());
-  m->plan_ = make_plan(graph);
+  m->plan_ = make_plan(graph, options);
   std::string source = print_kernels(m->plan_, Target::Cpu);
   std::string flags = "-std=c++17 -O3 -fopenmp -fPIC -shared -w";
   std::string cxx = compiler();

@@ -30,10 +30,11 @@ class CpuModule {
  public:
   // Plans, prints and builds (or finds in the cache) the C++ twin of `graph`. `on_compile`, when
   // given, hears one line just before the compiler starts (not on a cache hit), for a progress
-  // line: a first build takes seconds.
+  // line: a first build takes seconds. `options` set the plan's precision.
   static std::unique_ptr<CpuModule> build(
       const ir::Graph& graph, CpuBuildInfo* info = nullptr,
-      const std::function<void(const std::string&)>& on_compile = {});
+      const std::function<void(const std::string&)>& on_compile = {},
+      const PlanOptions& options = {});
   ~CpuModule();
   CpuModule(const CpuModule&) = delete;
   CpuModule& operator=(const CpuModule&) = delete;

@@ -24,16 +24,12 @@ using ir::ValueId;
               Error::Kind::Unsupported);
 }
 
-bool dtype_supported(ir::DType t) {
-  return t != ir::DType::f16 && t != ir::DType::bf16;
-}
-
-ir::SymInt byte_size(const ir::Graph& g, ValueId v) {
+ir::SymInt byte_size(const ir::Graph& g, ValueId v, ir::DType stored) {
   const ir::Value& val = g.value(v);
   if (!val.type.shape.has_rank())
     throw Error(fmt::format("codegen: value '{}' has no known rank", val.name),
                 Error::Kind::Unsupported);
-  ir::SymInt n = int64_t(ir::dtype_size(val.type.dtype));
+  ir::SymInt n = int64_t(ir::dtype_size(stored));
   for (const ir::Dim& d : val.type.shape.dims()) {
     ir::SymInt s = d.sym();
     if (!s.is_known())
@@ -78,8 +74,25 @@ std::string KernelPlan::dim_ident(const std::string& name) const {
   return fmt::format("d{}", it - dims.begin());
 }
 
-KernelPlan make_plan(const ir::Graph& input_graph) {
+std::pair<double, double> precision_tolerance(ir::DType precision) {
+  switch (precision) {
+    case ir::DType::bf16:
+      return {5e-2, 5e-2};
+    case ir::DType::f16:
+      return {1e-2, 1e-2};
+    default:
+      return {1e-3, 1e-4};
+  }
+}
+
+KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
+  if (options.precision != ir::DType::f32 && options.precision != ir::DType::f16 &&
+      options.precision != ir::DType::bf16)
+    throw Error(fmt::format("codegen: precision {}: expected f32, f16 or bf16",
+                            ir::dtype_name(options.precision)),
+                Error::Kind::BadInput);
   KernelPlan plan;
+  plan.precision = options.precision;
   std::vector<NodeId> origin;
   plan.graph = ir::inline_kernels(input_graph, &origin);
   ir::Graph& g = plan.graph;
@@ -138,18 +151,6 @@ KernelPlan make_plan(const ir::Graph& input_graph) {
       if (p != ir::kNoNode && origin[p] != origin[i]) mat[in] = true;
     }
   }
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (!live[i]) continue;
-    const ir::Node& n = nodes[i];
-    for (ValueId v : n.inputs)
-      if (v != ir::kNoValue && !dtype_supported(g.value(v).type.dtype))
-        unsupported(
-            n, fmt::format("dtype {} is not generated yet", ir::dtype_name(g.value(v).type.dtype)));
-    if (!dtype_supported(g.value(n.outputs[0]).type.dtype))
-      unsupported(n, fmt::format("dtype {} is not generated yet",
-                                 ir::dtype_name(g.value(n.outputs[0]).type.dtype)));
-  }
-
   // Stages, in node order; the top-level node of each is a step.
   std::map<NodeId, size_t> step_of_origin;
   auto step_for = [&](NodeId top) {
@@ -216,17 +217,24 @@ KernelPlan make_plan(const ir::Graph& input_graph) {
     if (plan.buffer_of.count(v)) return;
     Buffer b;
     b.value = v;
-    b.bytes = byte_size(g, v);
     const ir::Value& val = g.value(v);
-    if (auto it = std::find(g.inputs().begin(), g.inputs().end(), v); it != g.inputs().end()) {
+    auto input = std::find(g.inputs().begin(), g.inputs().end(), v);
+    auto output = std::find(g.outputs().begin(), g.outputs().end(), v);
+    if (input != g.inputs().end()) {
       b.storage = Storage::Input;
-      b.index = size_t(it - g.inputs().begin());
-    } else if (auto o = std::find(g.outputs().begin(), g.outputs().end(), v);
-               o != g.outputs().end()) {
+      b.index = size_t(input - g.inputs().begin());
+    } else if (output != g.outputs().end()) {
       b.storage = Storage::Output;
-      b.index = size_t(o - g.outputs().begin());
-    } else if (val.is_weight()) {
-      b.storage = Storage::Weight;
+      b.index = size_t(output - g.outputs().begin());
+    } else {
+      b.storage = val.is_weight() ? Storage::Weight : Storage::Arena;
+    }
+    // The caller's buffers keep the model's dtypes; what the plan stores takes the precision.
+    b.dtype = val.type.dtype;
+    if (b.dtype == ir::DType::f32 && (b.storage == Storage::Weight || b.storage == Storage::Arena))
+      b.dtype = plan.precision;
+    b.bytes = byte_size(g, v, b.dtype);
+    if (b.storage == Storage::Weight) {
       b.index = plan.weights.size();
       auto c = b.bytes.constant();
       if (!c)
@@ -236,8 +244,6 @@ KernelPlan make_plan(const ir::Graph& input_graph) {
       plan.weight_bytes +=
           uint64_t(*c + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
       plan.weights.push_back(v);
-    } else {
-      b.storage = Storage::Arena;
     }
     plan.buffer_of[v] = plan.buffers.size();
     plan.buffers.push_back(std::move(b));
@@ -303,7 +309,12 @@ std::vector<unsigned char> weights_blob(const KernelPlan& plan) {
   for (ValueId v : plan.weights) {
     const Buffer& b = *plan.buffer(v);
     auto t = plan.graph.weight_data(v);
-    std::memcpy(blob.data() + b.offset, t->raw(), t->byte_size());
+    if (t->dtype() == b.dtype) {
+      std::memcpy(blob.data() + b.offset, t->raw(), t->byte_size());
+    } else {
+      ir::Tensor stored = t->cast(b.dtype);
+      std::memcpy(blob.data() + b.offset, stored.raw(), stored.byte_size());
+    }
   }
   return blob;
 }

@@ -58,14 +58,30 @@ enum class Storage { Input, Output, Weight, Arena };
 struct Buffer {
   ir::ValueId value = 0;
   Storage storage = Storage::Arena;
-  size_t index = 0;      // position among inputs / outputs / weights; the arena slot
-  uint64_t offset = 0;   // weights: byte offset in the weights blob
-  ir::SymInt bytes = 0;  // its size
+  ir::DType dtype = ir::DType::f32;  // what memory holds: the value's dtype, or the precision
+  size_t index = 0;                  // position among inputs / outputs / weights; the arena slot
+  uint64_t offset = 0;               // weights: byte offset in the weights blob
+  ir::SymInt bytes = 0;              // its size
 };
 
+// `--precision`: the element type that f32 weights and intermediates are stored in. f16 or bf16
+// halves their memory traffic; every kernel still computes in f32 (a value is converted on load
+// and rounded to nearest even on store), and the model's inputs and outputs stay f32. This is an
+// approximation the user asks for, never a default: results differ from the f32 model by the
+// rounding of each stored tensor (`precision_tolerance`).
+struct PlanOptions {
+  ir::DType precision = ir::DType::f32;  // f32, f16 or bf16
+};
+
+// The tolerance (rtol, atol) at which a plan's outputs are checked against the f32 model's:
+// 1e-3/1e-4 at f32, wider where stored tensors are rounded to 16 bits (measured on the shared
+// models, README).
+std::pair<double, double> precision_tolerance(ir::DType precision);
+
 struct KernelPlan {
-  ir::Graph graph;                // the optimized graph with kernels expanded
-  std::vector<std::string> dims;  // symbolic dims, the order of the run-time dims array
+  ir::DType precision = ir::DType::f32;  // PlanOptions::precision
+  ir::Graph graph;                       // the optimized graph with kernels expanded
+  std::vector<std::string> dims;         // symbolic dims, the order of the run-time dims array
   std::vector<Stage> stages;
   std::vector<Step> steps;
   std::vector<Buffer> buffers;
@@ -85,9 +101,11 @@ struct KernelPlan {
 // Plans `graph` (typically optimize()'s output). Throws Error (Unsupported) naming the op and
 // node of anything generated code cannot compute: opaque ops, ops without a lowering, dtypes
 // other than f32/f64/integers/bool, unknown dims.
-KernelPlan make_plan(const ir::Graph& graph);
+// Error (BadInput) for a precision other than f32, f16 and bf16.
+KernelPlan make_plan(const ir::Graph& graph, const PlanOptions& options = {});
 
-// The weights blob: every weight at its planned offset (zero padding between).
+// The weights blob: every weight at its planned offset in its buffer's dtype (zero padding
+// between).
 std::vector<unsigned char> weights_blob(const KernelPlan& plan);
 
 // The dims of a run: each plan dim read from the first input that has it. Error naming the

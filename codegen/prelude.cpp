@@ -8,6 +8,8 @@ typedef long long int64_t;
 typedef int int32_t;
 typedef signed char int8_t;
 typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
 #define INT64_C(c) c##LL
 #define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)
@@ -21,6 +23,70 @@ typedef unsigned char uint8_t;
 #else
 #define EQF_FN static inline
 #endif
+#if defined(__CUDACC__)
+#define EQF_MEMBER __host__ __device__ __forceinline__
+#else
+#define EQF_MEMBER inline
+#endif
+
+// f16 and bf16 in memory: 16 bits, converted to float on load and rounded to nearest even on
+// store (the interpreter's conversions, ir/dtype.h, bit for bit); arithmetic is in float.
+EQF_FN uint32_t eqf_float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+#endif
+}
+EQF_FN float eqf_bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+#endif
+}
+EQF_FN uint16_t eqf_float_to_bf16(float f) {
+  uint32_t u = eqf_float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+EQF_FN float eqf_f16_to_float(uint16_t h) {
+  const uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0) {
+    const float v = (float)m * 5.9604644775390625e-8f;  // m * 2^-24, exact
+    return sign ? -v : v;
+  }
+  if (e == 31) return eqf_bits_float(sign | 0x7f800000u | (m << 13));
+  return eqf_bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+EQF_FN uint16_t eqf_float_to_f16(float f) {
+  const uint32_t u = eqf_float_bits(f);
+  const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+  uint32_t a = u & 0x7fffffffu;
+  if (a >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (a > 0x7f800000u ? 0x200u : 0u));
+  if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);  // overflows to infinity
+  if (a < 0x38800000u)  // a subnormal half or zero: round a * 2^24 to nearest even
+    return (uint16_t)(sign | (uint16_t)rintf(eqf_bits_float(a) * 16777216.0f));
+  a += ((a >> 13) & 1u) + 0xfffu;
+  return (uint16_t)(sign | ((a - 0x38000000u) >> 13));
+}
+struct eqf_bf16 {
+  uint16_t bits;
+  eqf_bf16() = default;
+  EQF_MEMBER eqf_bf16(float f) : bits(eqf_float_to_bf16(f)) {}
+  EQF_MEMBER operator float() const { return eqf_bits_float((uint32_t)bits << 16); }
+};
+struct eqf_f16 {
+  uint16_t bits;
+  eqf_f16() = default;
+  EQF_MEMBER eqf_f16(float f) : bits(eqf_float_to_f16(f)) {}
+  EQF_MEMBER operator float() const { return eqf_f16_to_float(bits); }
+};
 
 // Scalar ops (ir/scalar_expr.h), for float, double and int64_t.
 #define EQF_UNARY(name, f32, f64)                                       \

@@ -28,6 +28,10 @@ std::string storage_type(DType t) {
       return "float";
     case DType::f64:
       return "double";
+    case DType::f16:
+      return "eqf_f16";
+    case DType::bf16:
+      return "eqf_bf16";
     case DType::i64:
       return "int64_t";
     case DType::i32:
@@ -37,10 +41,9 @@ std::string storage_type(DType t) {
     case DType::u8:
     case DType::boolean:
       return "uint8_t";
-    default:
-      throw Error(fmt::format("codegen: dtype {} is not generated yet", ir::dtype_name(t)),
-                  Error::Kind::Unsupported);
   }
+  throw Error(fmt::format("codegen: dtype {} is not generated yet", ir::dtype_name(t)),
+              Error::Kind::Unsupported);
 }
 
 // The type an op computes in: double when an f64 is involved, float for other floats, int64_t.
@@ -73,6 +76,9 @@ std::string iadd(const std::string& a, const std::string& b) {
   if (is_zero(b)) return a;
   return "(" + a + " + " + b + ")";
 }
+// The C++ twin's row loops (MatMul, Conv) accumulate blocks of this many outputs on the stack.
+constexpr int kRowBlock = 1024;
+
 std::string imul(const std::string& a, const std::string& b) {
   if (is_zero(a) || is_zero(b)) return "0";
   if (is_one(a)) return b;
@@ -133,6 +139,9 @@ class Writer {
     for (size_t k = 0; k < rank(v); ++k) n = imul(n, dim(v, k));
     return n;
   }
+  // The element type of v's buffer, which under --precision differs from v's own (loads
+  // convert to v's type, stores convert from it).
+  std::string buffer_type(ValueId v) const { return storage_type(plan_.buffer(v)->dtype); }
   std::string ptr(ValueId v) {
     if (!plan_.buffer(v))
       throw Error(fmt::format("codegen: internal: value '{}' has no buffer", g_.value(v).name),
@@ -224,6 +233,7 @@ class Writer {
   struct LibraryGemm {
     std::string m, n, k, batch, stride_a, stride_b, lda, ldb, a, b, out, alpha;
     bool trans_a = false, trans_b = false;
+    DType operand_type = DType::f32, out_type = DType::f32;  // the buffers'
   };
   std::optional<LibraryGemm> library_gemm(const Stage& s);
   // The host code of one cuBLAS strided-batched call (CUDA) or of CBLAS calls, one per batch
@@ -821,34 +831,46 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     sbk = dim(c.b, rb - 1);
     sbn = "1";
   }
-  std::string st = storage_type(type(out).dtype);
-  line(fmt::format("const {}* a = {} + {};", storage_type(type(c.a).dtype), ptr(c.a), abase));
-  line(fmt::format("const {}* b = {} + {};", storage_type(type(c.b).dtype), ptr(c.b), bbase));
-  line(fmt::format("{}* c = {} + i * {};", st, ptr(out), N));
+  line(fmt::format("const {}* a = {} + {};", buffer_type(c.a), ptr(c.a), abase));
+  line(fmt::format("const {}* b = {} + {};", buffer_type(c.b), ptr(c.b), bbase));
+  line(fmt::format("{}* c = {} + i * {};", buffer_type(out), ptr(out), N));
+  // The output row once, from an accumulator in the compute type, whatever the buffer's type.
+  auto store = [&](const std::string& col, const std::string& acc) {
+    std::string v = acc;
+    if (c.gemm) {
+      v = fmt::format("{} * {}", literal(c.alpha, ct), acc);
+      if (c.c != ir::kNoValue && c.beta != 0)
+        v += fmt::format(" + {} * ({}){}", literal(c.beta, ct), ct,
+                         elem(c.c, broadcast_index(c.c, Index{m, col})));
+    }
+    line(fmt::format("c[{}] = {};", col, v));
+  };
   if (sbn == "1") {
-    line(fmt::format("for (int64_t n = 0; n < {}; ++n) c[n] = 0;", N));
+    // Blocks of columns on the stack: each k streams a block of B's row k, and the column loop
+    // vectorizes.
+    open(fmt::format("for (int64_t n0 = 0; n0 < {}; n0 += {})", N, kRowBlock));
+    line(
+        fmt::format("const int64_t nb = {} - n0 < {} ? {} - n0 : {};", N, kRowBlock, N, kRowBlock));
+    line(fmt::format("{} acc[{}];", ct, kRowBlock));
+    line("for (int64_t n = 0; n < nb; ++n) acc[n] = 0;");
     open(fmt::format("for (int64_t k = 0; k < {}; ++k)", K));
-    line(fmt::format("const {} av = a[{}];", ct, imul("k", sak)));
-    line(fmt::format("const {}* br = b + {};", storage_type(type(c.b).dtype), imul("k", sbk)));
+    line(fmt::format("const {} av = ({})a[{}];", ct, ct, imul("k", sak)));
+    line(fmt::format("const {}* br = b + {} + n0;", buffer_type(c.b), imul("k", sbk)));
     line("#pragma omp simd");
-    line(fmt::format("for (int64_t n = 0; n < {}; ++n) c[n] += av * br[n];", N));
+    line(fmt::format("for (int64_t n = 0; n < nb; ++n) acc[n] += av * ({})br[n];", ct));
+    close();
+    open("for (int64_t n = 0; n < nb; ++n)");
+    store("(n0 + n)", "acc[n]");
+    close();
     close();
   } else {
     open(fmt::format("for (int64_t n = 0; n < {}; ++n)", N));
-    line(fmt::format("const {}* br = b + {};", storage_type(type(c.b).dtype), imul("n", sbn)));
+    line(fmt::format("const {}* br = b + {};", buffer_type(c.b), imul("n", sbn)));
     line(fmt::format("{} acc = 0;", ct));
     line("#pragma omp simd reduction(+ : acc)");
-    line(fmt::format("for (int64_t k = 0; k < {}; ++k) acc += a[{}] * br[k];", K, imul("k", sak)));
-    line("c[n] = acc;");
-    close();
-  }
-  if (c.gemm) {
-    open(fmt::format("for (int64_t n = 0; n < {}; ++n)", N));
-    std::string v = fmt::format("{} * c[n]", literal(c.alpha, ct));
-    if (c.c != ir::kNoValue && c.beta != 0)
-      v += fmt::format(" + {} * ({}){}", literal(c.beta, ct), ct,
-                       elem(c.c, broadcast_index(c.c, Index{m, "n"})));
-    line(fmt::format("c[n] = {};", v));
+    line(fmt::format("for (int64_t k = 0; k < {}; ++k) acc += ({})a[{}] * ({})br[k];", K, ct,
+                     imul("k", sak), ct));
+    store("n", "acc");
     close();
   }
   return rows;
@@ -921,35 +943,43 @@ std::string Writer::body_conv_rows(const Stage& s) {
   std::vector<std::string> rdims = {dim(out, 0), dim(out, 1), dim(out, 2)};
   std::vector<bool> rone = {dim_is_one(out, 0), dim_is_one(out, 1), dim_is_one(out, 2)};
   Index r = decompose("i", rdims, rone);
-  std::string st = storage_type(type(out).dtype);
-  line(fmt::format("{}* o = {} + i * {};", st, ptr(out), OW));
+  line(fmt::format("{}* o = {} + i * {};", buffer_type(out), ptr(out), OW));
   std::string bias = "0";
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
     bias = "(" + ct + ")" + elem(n.inputs[2], Index{r[1]});
-  line(fmt::format("for (int64_t q = 0; q < {}; ++q) o[q] = {};", OW, bias));
   line(fmt::format("const int64_t grp = {} / ({} / {});", r[1], dim(w, 0), group));
+  // Blocks of the row accumulate on the stack in the compute type; the output is written once.
+  open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, kRowBlock));
+  line(
+      fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", OW, kRowBlock, OW, kRowBlock));
+  line(fmt::format("{} acc[{}];", ct, kRowBlock));
+  line(fmt::format("for (int64_t q = 0; q < qb; ++q) acc[q] = {};", bias));
   open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
-  line(fmt::format("const {}* xc = {} + ({} * {} + grp * {} + c) * {} * {};",
-                   storage_type(type(x).dtype), ptr(x), r[0], C, Cg, H, W));
-  line(fmt::format("const {}* wc = {} + ({} * {} + c) * {};", storage_type(type(w).dtype), ptr(w),
-                   r[1], Cg, kernel[0] * kernel[1]));
+  line(fmt::format("const {}* xc = {} + ({} * {} + grp * {} + c) * {} * {};", buffer_type(x),
+                   ptr(x), r[0], C, Cg, H, W));
+  line(fmt::format("const {}* wc = {} + ({} * {} + c) * {};", buffer_type(w), ptr(w), r[1], Cg,
+                   kernel[0] * kernel[1]));
   open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kernel[0]));
   line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], win[0].stride,
                    win[0].pad_begin, win[0].dilation));
   line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
-  line(fmt::format("const {}* xr = xc + ih * {};", storage_type(type(x).dtype), W));
+  line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
   open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kernel[1]));
   int64_t sw = win[1].stride, pw = win[1].pad_begin, dw = win[1].dilation;
   line(fmt::format("const {} wv = ({})wc[kh * {} + kw];", ct, ct, kernel[1]));
   line(fmt::format("const int64_t off = kw * {} - {};", dw, pw));
-  // The outputs whose input column ow*sw + off lies in [0, W).
+  // The outputs of this block whose input column q*sw + off lies in [0, W).
   line(fmt::format("int64_t lo = off < 0 ? (-off + {} - 1) / {} : 0;", sw, sw));
   line(fmt::format("int64_t hi = ({} - off + {} - 1) / {};", W, sw, sw));
-  line(fmt::format("if (hi > {}) hi = {};", OW, OW));
+  line("if (lo < q0) lo = q0;");
+  line("if (hi > q0 + qb) hi = q0 + qb;");
   line("#pragma omp simd");
-  line(fmt::format("for (int64_t q = lo; q < hi; ++q) o[q] += wv * ({})xr[q * {} + off];", ct, sw));
+  line(fmt::format("for (int64_t q = lo; q < hi; ++q) acc[q - q0] += wv * ({})xr[q * {} + off];",
+                   ct, sw));
   close();
   close();
+  close();
+  line("for (int64_t q = 0; q < qb; ++q) o[q0 + q] = acc[q];");
   close();
   return imul(imul(dim(out, 0), dim(out, 1)), dim(out, 2));
 }
@@ -1003,9 +1033,15 @@ std::optional<Writer::LibraryGemm> Writer::library_gemm(const Stage& s) {
   ValueId out = s.output;
   for (ValueId v : {c.a, c.b, out})
     if (type(v).dtype != DType::f32) return std::nullopt;
+  // Buffers: both operands of one type (f32, or f16/bf16 under --precision); the output f32 or
+  // the operands' type.
+  DType ab = plan_.buffer(c.a)->dtype, ob = plan_.buffer(out)->dtype;
+  if (plan_.buffer(c.b)->dtype != ab || (ob != DType::f32 && ob != ab)) return std::nullopt;
   size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
   if (ra < 2 || rb < 2) return std::nullopt;
   LibraryGemm g;
+  g.operand_type = ab;
+  g.out_type = ob;
   g.m = dim(out, ro - 2);
   g.n = dim(out, ro - 1);
   g.k = c.gemm ? dim(c.a, c.trans_a ? 0 : 1) : dim(c.a, ra - 1);
@@ -1040,31 +1076,49 @@ std::optional<Writer::LibraryGemm> Writer::library_gemm(const Stage& s) {
   return g;
 }
 
+std::string cuda_data_type(DType t) {
+  return t == DType::bf16 ? "CUDA_R_16BF" : t == DType::f16 ? "CUDA_R_16F" : "CUDA_R_32F";
+}
+
 std::string Writer::cublas_call(const Stage& s, size_t index) {
   auto g = library_gemm(s);
   if (!g) return "";
   const ir::Node& n = g_.node(s.node);
-  // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first.
+  // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first. f32 operands go to
+  // SGEMM; 16-bit ones (--precision) to GemmEx, accumulating in f32 on tensor cores.
+  bool sgemm = g->operand_type == DType::f32;
+  std::string call =
+      sgemm ? fmt::format(
+                  "cublasSgemmStridedBatched(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, "
+                  "&alpha, {}, (int)({}), (long long)({}), {}, (int)({}), (long long)({}), &beta, "
+                  "{}, (int)n, (long long)(m * n), (int)batch)",
+                  g->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N",
+                  g->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->b, g->ldb, g->stride_b, g->a,
+                  g->lda, g->stride_a, g->out)
+            : fmt::format(
+                  "cublasGemmStridedBatchedEx(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, "
+                  "&alpha, {}, {}, (int)({}), (long long)({}), {}, {}, (int)({}), (long "
+                  "long)({}), &beta, {}, {}, (int)n, (long long)(m * n), (int)batch, "
+                  "CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)",
+                  g->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N",
+                  g->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->b, cuda_data_type(g->operand_type),
+                  g->ldb, g->stride_b, g->a, cuda_data_type(g->operand_type), g->lda, g->stride_a,
+                  g->out, cuda_data_type(g->out_type));
   return fmt::format(
-      "  {{  // stage {}: {} '{}' as cuBLAS SGEMM (strided batched)\n"
+      "  {{  // stage {}: {} '{}' as cuBLAS {} (strided batched)\n"
       "    if (prof) cudaEventRecord(prof[{}], st);\n"
       "    const float alpha = {}, beta = 0.0f;\n"
       "    const int64_t m = {}, n = {}, k = {}, batch = {};\n"
       "    if (m > 0 && n > 0 && batch > 0 &&\n"
-      "        cublasSgemmStridedBatched(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, &alpha, "
-      "{}, "
-      "(int)({}), (long long)({}), {}, (int)({}), (long long)({}), &beta, {}, (int)n, (long "
-      "long)(m * n), "
-      "(int)batch) != CUBLAS_STATUS_SUCCESS)\n"
+      "        {} != CUBLAS_STATUS_SUCCESS)\n"
       "      return -1;\n  }}\n",
-      index, n.op_type, g_.value(s.output).name, index, g->alpha, g->m, g->n, g->k, g->batch,
-      g->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->b,
-      g->ldb, g->stride_b, g->a, g->lda, g->stride_a, g->out);
+      index, n.op_type, g_.value(s.output).name, sgemm ? "SGEMM" : "GemmEx", index, g->alpha, g->m,
+      g->n, g->k, g->batch, call);
 }
 
 std::string Writer::cblas_call(const Stage& s, size_t index) {
   auto g = library_gemm(s);
-  if (!g) return "";
+  if (!g || g->operand_type != DType::f32 || g->out_type != DType::f32) return "";
   const ir::Node& n = g_.node(s.node);
   return fmt::format(
       "  {{  // stage {}: {} '{}' as CBLAS SGEMM, one call per batch entry\n"
@@ -1094,7 +1148,7 @@ std::pair<std::string, std::string> Writer::parameters(ValueId output) const {
   std::string sig = "EqfDims D";
   std::string args = "D";
   for (ValueId v : params) {
-    std::string t = storage_type(type(v).dtype);
+    std::string t = buffer_type(v);
     std::string p = fmt::format("p{}", plan_.buffer_of.at(v));
     sig += v == output ? fmt::format(", {}* __restrict__ {}", t, p)
                        : fmt::format(", const {}* __restrict__ {}", t, p);
@@ -1327,6 +1381,12 @@ std::string model_description(const KernelPlan& plan) {
       sources);
   text += fmt::format("extern \"C\" int64_t eqfuse_weights_bytes(void) {{ return {}; }}\n\n",
                       plan.weight_bytes);
+  auto [rtol, atol] = precision_tolerance(plan.precision);
+  text += fmt::format(
+      "extern \"C\" int eqfuse_precision(void) {{ return {}; }}\n\n"
+      "extern \"C\" void eqfuse_tolerance(double* rtol, double* atol) {{\n"
+      "  *rtol = {};\n  *atol = {};\n}}\n\n",
+      ir::onnx_dtype_code(plan.precision), rtol, atol);
   return text;
 }
 
@@ -1363,6 +1423,10 @@ std::string kernel_api_text(Target target) {
       "extern \"C\" const char* eqfuse_dim_name(int d);\n"
       "extern \"C\" int eqfuse_dim_source(int d, int* input, int* axis);\n"
       "extern \"C\" int64_t eqfuse_weights_bytes(void);\n"
+      "// What f32 weights and intermediates are stored in (ONNX dtype code: 1 f32, 10 f16, 16\n"
+      "// bf16; eqfuse compile --precision), and the tolerance the outputs are checked at.\n"
+      "extern \"C\" int eqfuse_precision(void);\n"
+      "extern \"C\" void eqfuse_tolerance(double* rtol, double* atol);\n"
       "{}",
       target == Target::Cuda ? " (all device pointers), on `stream`" : "", stream,
       target == Target::Cuda
@@ -1436,7 +1500,7 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
   if (any_weight) text += "  const unsigned char* W = (const unsigned char*)weights;\n";
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
     const Buffer& buf = plan.buffers[b];
-    std::string t = storage_type(g.value(buf.value).type.dtype);
+    std::string t = storage_type(buf.dtype);
     std::string where;
     switch (buf.storage) {
       case Storage::Input:

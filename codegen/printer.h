@@ -10,13 +10,19 @@
 //   the item loop       | for over items, OpenMP parallel      | grid-stride loop over threads
 //   Softmax, LayerNorm  | one item per row, serial row loops   | a warp per row, lanes stride
 //                       |                                      | the row, shuffles combine
-//   MatMul / Gemm       | one item per output row, an inner    | one cuBLAS strided-batched
-//                       | loop over columns that vectorizes;   | SGEMM (f32, batch dims equal
-//                       | with EQFUSE_CBLAS defined, CBLAS     | or broadcast whole), else one
-//                       | SGEMM per batch entry (same cases)   | thread per output element
+//   MatMul / Gemm       | one item per output row, blocks of   | one cuBLAS strided-batched
+//                       | columns accumulated on the stack     | call (batch dims equal or
+//                       | (they vectorize); with EQFUSE_CBLAS, | broadcast whole): SGEMM for
+//                       | CBLAS SGEMM per batch entry (f32     | f32 buffers, GemmEx (f32
+//                       | buffers only)                        | accumulate) for f16/bf16;
+//                       |                                      | else a thread per element
 //   2-D Conv            | one item per output row, taps along  | one thread per output element
 //                       | the row                              |
 //   math functions      | <math.h>                             | CUDA's device math
+//
+// f16 and bf16 buffers (a model's own, or --precision's) hold `eqf_f16`/`eqf_bf16`, 16-bit types
+// of the prelude that convert to float on load and round to nearest even on store, with the same
+// code on both targets; every expression computes in float.
 //
 // Everything outside that table is checked on every CI run by running the C++ twin against the
 // interpreter; the CUDA-only part is checked by building with nvcc and by GPU runs.

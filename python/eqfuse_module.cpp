@@ -151,13 +151,22 @@ py::tuple optimize(const py::object& model, const std::string& device,
 }
 
 std::vector<std::pair<std::string, py::array>> run(const py::object& model, const py::dict& inputs,
-                                                   const std::string& backend) {
+                                                   const std::string& backend,
+                                                   const std::string& precision) {
   if (backend != "interpreter" && backend != "cpu")
     throw Error(backend == "cuda"
                     ? "backend='cuda': running generated CUDA in-process is not built yet; use "
                       "`eqfuse compile --target cuda` and nvcc, or backend='cpu'"
                     : "backend='" + backend + "': expected interpreter or cpu",
                 backend == "cuda" ? Error::Kind::Unsupported : Error::Kind::BadInput);
+  codegen::PlanOptions plan_options;
+  auto stored = ir::parse_dtype(precision);
+  if (!stored ||
+      (*stored != ir::DType::f32 && *stored != ir::DType::f16 && *stored != ir::DType::bf16))
+    throw Error("precision='" + precision + "': expected f32, f16 or bf16");
+  if (*stored != ir::DType::f32 && backend != "cpu")
+    throw Error("precision='" + precision + "' applies to generated code: use backend='cpu'");
+  plan_options.precision = *stored;
   LoadedModel loaded = load_model(model);
   std::vector<frontend::NamedTensor> given;
   for (auto [key, value] : inputs) {
@@ -171,7 +180,7 @@ std::vector<std::pair<std::string, py::array>> run(const py::object& model, cons
       if (!loaded.graph.find_value(g.name)) throw Error("the model has no input '" + g.name + "'");
     std::vector<ir::Tensor> bound = frontend::bind_inputs(loaded.graph, given);
     if (backend == "cpu")
-      outputs = codegen::CpuModule::build(loaded.graph)->run(bound);
+      outputs = codegen::CpuModule::build(loaded.graph, nullptr, {}, plan_options)->run(bound);
     else
       outputs = ir::Interpreter(loaded.graph).run(bound);
   }
@@ -218,7 +227,7 @@ PYBIND11_MODULE(_eqfuse, m) {
   m.def("optimize", &optimize, py::arg("model"), py::arg("device"), py::arg("dims"),
         py::arg("rules"), py::arg("time_limit"), py::arg("node_limit"), py::arg("iter_limit"),
         py::arg("extract"), py::arg("phases"), py::arg("verify"));
-  m.def("run", &run, py::arg("model"), py::arg("inputs"), py::arg("backend"));
+  m.def("run", &run, py::arg("model"), py::arg("inputs"), py::arg("backend"), py::arg("precision"));
   m.def("check_rules", &check_rules, py::arg("files"), py::arg("text"), py::arg("jobs"),
         py::arg("use_cache"));
 }

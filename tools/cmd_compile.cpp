@@ -1,8 +1,10 @@
 // `eqfuse compile MODEL --out DIR [--target cuda|cpu] [--arch sm_90a] [--dim NAME=VALUE...]
-// [--dynamic-batch] [--no-optimize] [--device NAME] [--json]`: optimizes a model (unless
-// --no-optimize, for a model eqfuse already optimized) and writes a standalone source tree of its
-// kernels (codegen/source_tree.h). Symbolic dims stay run-time parameters unless --dim fixes them.
-// Exit 0 written, 2 bad input or usage, 3 an op or dtype code generation cannot compute (named).
+// [--precision f32|f16|bf16] [--dynamic-batch] [--no-optimize] [--device NAME] [--json]`:
+// optimizes a model (unless --no-optimize, for a model eqfuse already optimized) and writes a
+// standalone source tree of its kernels (codegen/source_tree.h). Symbolic dims stay run-time
+// parameters unless --dim fixes them. A lower --precision is checked before the tree is written
+// (tools/precision_check.h). Exit 0 written, 1 the precision check failed, 2 bad input or usage,
+// 3 an op code generation cannot compute (named).
 #include <fmt/format.h>
 
 #include <chrono>
@@ -11,6 +13,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "codegen/plan.h"
 #include "codegen/source_tree.h"
@@ -21,6 +24,7 @@
 #include "optimizer/optimize.h"
 #include "support/error.h"
 #include "tools/command.h"
+#include "tools/precision_check.h"
 #include "tools/progress_line.h"
 #include "tools/random_inputs.h"
 
@@ -30,7 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct CompileArgs {
-  std::string model, out, target = "cuda", arch = "sm_90a", device = "h200";
+  std::string model, out, target = "cuda", arch = "sm_90a", device = "h200", precision = "f32";
   std::vector<std::string> dims;
   bool no_optimize = false, json = false, dynamic_batch = false;
 };
@@ -68,6 +72,8 @@ int run_compile(const CompileArgs& a) {
   else
     throw Error("--target " + a.target + ": expected cuda or cpu");
   tree.cuda_arch = a.arch;
+  codegen::PlanOptions plan_options;
+  plan_options.precision = parse_precision(a.precision);
   auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -87,7 +93,16 @@ int run_compile(const CompileArgs& a) {
         }).graph;
     optimize_s = seconds();
   }
-  codegen::KernelPlan plan = codegen::make_plan(graph);
+  codegen::KernelPlan plan = codegen::make_plan(graph, plan_options);
+  std::optional<PrecisionCheck> check;
+  if (plan_options.precision != ir::DType::f32) {
+    ProgressLine line;
+    check = check_precision(graph, plan_options.precision, sizes, a.model,
+                            [&line](const std::string& what) { line.update(what); });
+    if (check->checked && !check->match)
+      throw Error(fmt::format("{}: {}; no tree written", a.model, check->str()),
+                  Error::Kind::CheckFailed);
+  }
   codegen::TreeReport r = codegen::write_source_tree(plan, a.out, tree);
   write_predictions(graph, plan, a.device, fs::path(a.out) / "predictions.json");
   double total_s = seconds();
@@ -105,6 +120,17 @@ int run_compile(const CompileArgs& a) {
                         {"source_bytes", r.source_bytes},
                         {"optimize_seconds", optimize_s},
                         {"seconds", total_s}};
+    j["precision"] = {{"dtype", a.precision}};
+    if (check) {
+      j["precision"]["checked"] = check->checked;
+      if (!check->checked) j["precision"]["not_checked"] = check->not_checked;
+      j["precision"]["rtol"] = check->rtol;
+      j["precision"]["atol"] = check->atol;
+      if (check->checked) {
+        j["precision"]["max_abs_error"] = check->max_abs_error;
+        j["precision"]["max_rel_error"] = check->max_rel_error;
+      }
+    }
     std::cout << j.dump(2) << "\n";
     return 0;
   }
@@ -117,6 +143,7 @@ int run_compile(const CompileArgs& a) {
       double(r.weight_bytes) / 1e6,
       r.weights_written ? "in weights.bin" : "not written (structure-only model; bench seeds them)",
       total_s);
+  if (check) std::cout << check->str() << "\n";
   std::cout << fmt::format("build: cmake -S {} -B {}/build && cmake --build {}/build\n", a.out,
                            a.out, a.out);
   std::cout << fmt::format("check: (cd {} && build/bench --test-data TEST_DATA_DIR)\n", a.out);
@@ -134,6 +161,9 @@ RegisterCommand compile_command{
        app.add_option("--dim", args->dims,
                       "NAME=VALUE: fix a symbolic dim (default: dims stay run-time parameters)");
        app.add_option("--device", args->device, "device profile for the optimizer (default h200)");
+       app.add_option("--precision", args->precision,
+                      "f32 (default), f16 or bf16: store weights and intermediates at 16 bits, "
+                      "computing in f32 (an approximation, checked with the C++ twin)");
        app.add_flag("--no-optimize", args->no_optimize,
                     "compile the model as it is (e.g. one eqfuse optimize wrote)");
        app.add_flag("--dynamic-batch", args->dynamic_batch,

@@ -2,7 +2,9 @@
 // input_K.pb, output_K.pb) it checks the outputs against the expected ones; inputs may also
 // come from --input NAME=FILE.pb or be made up (random_inputs.h), at the sizes --dim NAME=VALUE
 // gives symbolic dims (else the model's hints, else defaults). Exit 0 all outputs match,
-// 1 a mismatch, 2 bad input or usage, 3 an op or missing weights that stop execution.
+// 1 a mismatch, 2 bad input or usage, 3 an op or missing weights that stop execution. With
+// --backend cpu the generated C++ twin runs instead; --precision f16|bf16 builds it storing
+// weights and intermediates at 16 bits and checks it against the f32 interpreter.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -20,6 +22,7 @@
 #include "support/error.h"
 #include "tools/command.h"
 #include "tools/model_summary.h"
+#include "tools/precision_check.h"
 #include "tools/progress_line.h"
 #include "tools/random_inputs.h"
 
@@ -34,8 +37,9 @@ struct RunOptions {
   std::vector<std::string> inputs;
   std::vector<std::string> dims;
   std::string output_dir;
-  double rtol = 1e-3;
-  double atol = 1e-5;
+  double rtol = -1;  // unset: 1e-3, or the precision's
+  double atol = -1;  // unset: 1e-5, or the precision's
+  std::string precision = "f32";
   uint64_t seed = 0;
   bool json = false;
   std::string backend = "interpreter";
@@ -46,10 +50,20 @@ double ms_since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-int run_model(const RunOptions& opt) {
+int run_model(RunOptions opt) {
   if (!opt.test_data.empty() && !opt.inputs.empty()) {
     throw Error("give inputs either with --test-data or with --input, not both");
   }
+  codegen::PlanOptions plan_options;
+  plan_options.precision = parse_precision(opt.precision);
+  const bool lowered = plan_options.precision != ir::DType::f32;
+  if (lowered && opt.backend != "cpu")
+    throw Error("--precision " + opt.precision +
+                " applies to generated code: use it with --backend cpu (the interpreter computes "
+                "the model's own dtypes)");
+  auto [precision_rtol, precision_atol] = codegen::precision_tolerance(plan_options.precision);
+  if (opt.rtol < 0) opt.rtol = lowered ? precision_rtol : 1e-3;
+  if (opt.atol < 0) opt.atol = lowered ? precision_atol : 1e-5;
   auto t0 = std::chrono::steady_clock::now();
   ir::Graph graph = frontend::import_onnx(opt.model);
   double import_ms = ms_since(t0);
@@ -126,8 +140,8 @@ int run_model(const RunOptions& opt) {
   if (opt.backend == "cpu") {
     auto tb = std::chrono::steady_clock::now();
     ProgressLine line;
-    twin = codegen::CpuModule::build(graph, &build,
-                                     [&line](const std::string& what) { line.update(what); });
+    twin = codegen::CpuModule::build(
+        graph, &build, [&line](const std::string& what) { line.update(what); }, plan_options);
     build_ms = ms_since(tb);
   } else if (opt.backend == "cuda") {
     std::string why;
@@ -144,6 +158,13 @@ int run_model(const RunOptions& opt) {
   auto t1 = std::chrono::steady_clock::now();
   std::vector<ir::Tensor> outputs = twin ? twin->run(inputs) : ir::Interpreter(graph).run(inputs);
   double run_ms = ms_since(t1);
+  // A lower precision is an approximation: without expected outputs it is compared with the
+  // f32 model in the interpreter.
+  std::string expected_from = "test data";
+  if (lowered && expected.empty()) {
+    for (ir::Tensor& t : ir::Interpreter(graph).run(inputs)) expected.push_back({"", std::move(t)});
+    expected_from = "the f32 interpreter";
+  }
 
   if (!opt.output_dir.empty()) {
     fs::create_directories(opt.output_dir);
@@ -158,9 +179,12 @@ int run_model(const RunOptions& opt) {
   if (!opt.json) {
     if (twin)
       std::cout << fmt::format(
-          "{}: {} inputs ({}), import {:.1f} ms, C++ twin {} in {:.1f} ms "
+          "{}: {} inputs ({}), import {:.1f} ms, C++ twin{} {} in {:.1f} ms "
           "({} stages), run {:.1f} ms\n",
           opt.model, inputs.size(), source, import_ms,
+          lowered
+              ? fmt::format(" at {} (weights and intermediates stored at 16 bits)", opt.precision)
+              : "",
           build.cached ? "found in the cache" : "built", build_ms, twin->plan().stages.size(),
           run_ms);
     else
@@ -218,6 +242,7 @@ int run_model(const RunOptions& opt) {
     j["run_ms"] = run_ms;
     j["backend"] = opt.backend;
     if (twin) {
+      j["precision"] = opt.precision;
       j["build_ms"] = build_ms;
       j["build_cached"] = build.cached;
       j["stages"] = twin->plan().stages.size();
@@ -227,14 +252,16 @@ int run_model(const RunOptions& opt) {
     j["dims"] = jd;
     j["outputs"] = jout;
     if (!expected.empty()) {
+      j["expected_from"] = expected_from;
       j["rtol"] = opt.rtol;
       j["atol"] = opt.atol;
       j["match"] = all_match;
     }
     std::cout << j.dump(2) << "\n";
   } else if (!expected.empty()) {
-    std::cout << fmt::format("{} (rtol {}, atol {})\n",
-                             all_match ? "all outputs match" : "MISMATCH", opt.rtol, opt.atol);
+    std::cout << fmt::format("{} {} (rtol {}, atol {})\n",
+                             all_match ? "all outputs match" : "MISMATCH against", expected_from,
+                             opt.rtol, opt.atol);
   }
   return all_match ? 0 : 1;
 }
@@ -250,8 +277,14 @@ RegisterCommand run_command{
        app.add_option("--dim", opt->dims,
                       "NAME=SIZE: the size of a symbolic dim for made-up inputs (repeatable)");
        app.add_option("--output-dir", opt->output_dir, "Write the outputs there as output_K.pb");
-       app.add_option("--rtol", opt->rtol, "Relative tolerance (default 1e-3)");
-       app.add_option("--atol", opt->atol, "Absolute tolerance (default 1e-5)");
+       app.add_option("--rtol", opt->rtol,
+                      "Relative tolerance (default 1e-3, or the --precision's)");
+       app.add_option("--atol", opt->atol,
+                      "Absolute tolerance (default 1e-5, or the --precision's)");
+       app.add_option("--precision", opt->precision,
+                      "f32 (default), f16 or bf16, with --backend cpu: the twin stores weights and "
+                      "intermediates at 16 bits (compared with the f32 interpreter when no "
+                      "expected outputs are given)");
        app.add_option("--seed", opt->seed, "Seed of the random inputs (default 0)");
        app.add_flag("--json", opt->json, "Print one JSON document on stdout");
        app.add_option("--backend", opt->backend,

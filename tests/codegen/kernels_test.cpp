@@ -5,6 +5,7 @@
 // the interpreter uses double).
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <optional>
 #include <random>
 
 #include "codegen/cpu_backend.h"
@@ -231,4 +232,92 @@ TEST_CASE("--dynamic-batch refuses a model whose constant Reshape fixes the batc
   codegen::make_batch_dynamic(h);
   CHECK(h.value(h.outputs()[0]).type.str() == "f32[batch,32]");
   check_twin(h, {{3, 4, 8}});
+}
+
+namespace {
+
+// v through `stored` and back: what a value stored at that precision reads as.
+ValueId rounded(GraphBuilder& b, ValueId v, DType stored) {
+  ValueId low = b.op("Cast", {v}, {{"to", int64_t(ir::onnx_dtype_code(stored))}});
+  return b.op("Cast", {low}, {{"to", int64_t(ir::onnx_dtype_code(DType::f32))}});
+}
+
+// A contraction, a row reduction and a pointwise kernel with weights; with `stored` given,
+// every tensor the plan stores (weights, the MatMul's and the LayerNorm's outputs) is passed
+// through it explicitly, which is what --precision does implicitly.
+ir::Graph stored_graph(std::optional<DType> stored) {
+  GraphBuilder b;
+  auto store = [&](ValueId v) { return stored ? rounded(b, v, *stored) : v; };
+  ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(13)});
+  ValueId w = store(b.weight("w", random_tensor({13, 29}, 3)));
+  ValueId bias = store(b.weight("bias", random_tensor({29}, 4)));
+  ValueId gamma = store(b.weight("gamma", random_tensor({29}, 5)));
+  ValueId h = store(b.op("MatMul", {x, w}));
+  ValueId ln = store(b.op("LayerNormalization", {h, gamma, bias}, {{"axis", int64_t{-1}}}));
+  b.output(kernel(b, "(Mul (Add ?0 ?1) (Sigmoid ?0))", {ln, bias}));
+  return std::move(b).finish();
+}
+
+}  // namespace
+
+TEST_CASE("--precision stores weights and intermediates at 16 bits, rounded to nearest even") {
+  std::vector<ir::Tensor> inputs = {random_tensor({7, 13}, 9)};
+  ir::Graph plain = stored_graph(std::nullopt);
+  std::vector<ir::Tensor> exact = ir::Interpreter(plain).run(inputs);
+  for (DType precision : {DType::bf16, DType::f16}) {
+    INFO(ir::dtype_name(precision));
+    codegen::PlanOptions options;
+    options.precision = precision;
+    auto twin = codegen::CpuModule::build(plain, nullptr, {}, options);
+    for (const codegen::Buffer& buf : twin->plan().buffers) {
+      bool lowered =
+          buf.storage == codegen::Storage::Weight || buf.storage == codegen::Storage::Arena;
+      CHECK(buf.dtype == (lowered ? precision : DType::f32));
+    }
+    std::vector<ir::Tensor> got = twin->run(inputs);
+    // The same roundings written out as Casts, in the interpreter: equal up to float sums.
+    std::vector<ir::Tensor> want = ir::Interpreter(stored_graph(precision)).run(inputs);
+    frontend::Comparison same = frontend::compare_tensors(got[0], want[0], 1e-4, 1e-5);
+    INFO("against the explicit roundings: " << same.str());
+    CHECK(same.match);
+    // And it is an approximation of the f32 model: visibly off, within the stated tolerance.
+    auto [rtol, atol] = codegen::precision_tolerance(precision);
+    frontend::Comparison approx = frontend::compare_tensors(got[0], exact[0], rtol, atol);
+    INFO("against f32: " << approx.str());
+    CHECK(approx.match);
+    CHECK(approx.max_abs_error > 1e-4);
+  }
+}
+
+TEST_CASE("f16 and bf16 models run in the twin: loads widen to float, stores round") {
+  for (DType t : {DType::f16, DType::bf16}) {
+    GraphBuilder b;
+    ValueId x = b.input("x", t, {Dim::symbol("n"), Dim(11)});
+    ValueId w = b.input("w", t, {Dim(11), Dim(5)});
+    b.output(b.op("Softmax", {b.op("MatMul", {b.op("Tanh", {x}), w})}, {{"axis", int64_t{-1}}}));
+    b.output(b.op("Cast", {x}, {{"to", int64_t(ir::onnx_dtype_code(DType::f32))}}));
+    ir::Graph g = std::move(b).finish();
+    std::vector<ir::Tensor> inputs = {random_tensor({3, 11}, 1).cast(t),
+                                      random_tensor({11, 5}, 2).cast(t)};
+    auto twin = codegen::CpuModule::build(g);
+    std::vector<ir::Tensor> got = twin->run(inputs);
+    std::vector<ir::Tensor> want = ir::Interpreter(g).run(inputs);
+    REQUIRE(got[0].dtype() == t);
+    // One rounding of each stored tensor apart (the interpreter rounds after every op).
+    auto [rtol, atol] = codegen::precision_tolerance(t);
+    for (size_t k = 0; k < got.size(); ++k) {
+      frontend::Comparison c = frontend::compare_tensors(got[k], want[k], rtol, atol);
+      INFO(ir::dtype_name(t) << " output " << k << ": " << c.str());
+      CHECK(c.match);
+    }
+  }
+}
+
+TEST_CASE("a precision other than f32, f16 and bf16 is refused") {
+  GraphBuilder b;
+  b.output(b.op("Relu", {b.input("x", DType::f32, {Dim(4)})}));
+  codegen::PlanOptions options;
+  options.precision = DType::i8;
+  CHECK_THROWS_WITH(codegen::make_plan(std::move(b).finish(), options),
+                    Catch::Contains("expected f32, f16 or bf16"));
 }

@@ -1,6 +1,7 @@
 // The C++ twin of every shared model against its test data (rtol 1e-3, atol 1e-4): the
-// original graph (one kernel per op) and the optimized one (fused kernels), and both test sets
-// of every dynamic-batch model from one build.
+// original graph (one kernel per op) and the optimized one (fused kernels), the optimized one
+// also at --precision bf16 (at bf16's tolerance, codegen::precision_tolerance), and both test
+// sets of every dynamic-batch model from one build.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -18,15 +19,18 @@ using namespace eqfuse;
 
 namespace {
 
-void check_against(const codegen::CpuModule& twin, const ir::Graph& g, const fs::path& set) {
+void check_against(const codegen::CpuModule& twin, const ir::Graph& g, const fs::path& set,
+                   ir::DType precision = ir::DType::f32) {
+  auto [rtol, atol] =
+      precision == ir::DType::f32 ? std::pair{1e-3, 1e-4} : codegen::precision_tolerance(precision);
   frontend::TestDataSet data = frontend::read_test_data_set(set);
   std::vector<ir::Tensor> inputs = frontend::bind_inputs(g, data.inputs);
   std::vector<ir::Tensor> outputs = twin.run(inputs);
   REQUIRE(outputs.size() == data.outputs.size());
   for (size_t k = 0; k < outputs.size(); ++k) {
     frontend::Comparison c =
-        frontend::compare_tensors(outputs[k], data.outputs[k].tensor, 1e-3, 1e-4);
-    INFO(set.string() << " output " << k << ": " << c.str());
+        frontend::compare_tensors(outputs[k], data.outputs[k].tensor, rtol, atol);
+    INFO(set.string() << " output " << k << " at " << ir::dtype_name(precision) << ": " << c.str());
     CHECK(c.match);
   }
 }
@@ -76,6 +80,10 @@ TEST_CASE("the C++ twin of every shared model matches its test data, before and 
       opt.verify = false;  // the test data check is the verification here
       ir::Graph fused = optimizer::optimize(g, opt).graph;
       check_against(*codegen::CpuModule::build(fused), fused, set);
+      codegen::PlanOptions bf16;
+      bf16.precision = ir::DType::bf16;
+      check_against(*codegen::CpuModule::build(fused, nullptr, {}, bf16), fused, set,
+                    ir::DType::bf16);
     }
     ++checked;
   }

@@ -1,5 +1,7 @@
 // nvcc builds the generated CUDA tree of every shared model (optimized, dims left symbolic) for
-// sm_90a and sm_86 with every warning an error, and the bench program once. Skips (exit 77)
+// sm_90a and sm_86 with every warning an error, and the bench program once; and, for models
+// with a MatMul, a convolution and a row reduction, the --precision bf16 tree too (16-bit
+// buffers, cuBLAS GemmEx). Skips (exit 77)
 // where nvcc or ../shared is absent: CI machines have the CUDA toolkit but no GPU, so this is
 // the check CI gives the CUDA-only half of the printer.
 #include <cstdlib>
@@ -64,15 +66,24 @@ int main() {
         optimizer::OptimizeOptions opt;
         opt.verify = false;  // numerics are the C++ twin's tests; this checks the CUDA build
         ir::Graph fused = optimizer::optimize(g, opt).graph;
-        codegen::KernelPlan plan = codegen::make_plan(fused);
-        fs::path dir = work / name;
-        codegen::write_source_tree(plan, dir, {codegen::Target::Cuda, "sm_90a"});
-        bool ok = nvcc_compile(nvcc, dir, "kernels.cu");
-        if (ok && !bench_done) ok = nvcc_compile(nvcc, dir, "bench.cu"), bench_done = true;
-        std::cout << (ok ? "ok      " : "FAILED  ") << name << ": " << plan.steps.size()
-                  << " kernels, " << plan.stages.size() << " stages\n";
-        failures += ok ? 0 : 1;
-        ++built;
+        std::string model_name = entry.path().filename().string();
+        bool lowered_too =
+            std::string(set) == "models" && (model_name == "bert_tiny" || model_name == "resnet18");
+        for (ir::DType precision : {ir::DType::f32, ir::DType::bf16}) {
+          if (precision != ir::DType::f32 && !lowered_too) continue;
+          codegen::PlanOptions po;
+          po.precision = precision;
+          codegen::KernelPlan plan = codegen::make_plan(fused, po);
+          std::string tree = name + (precision == ir::DType::f32 ? "" : "_bf16");
+          fs::path dir = work / tree;
+          codegen::write_source_tree(plan, dir, {codegen::Target::Cuda, "sm_90a"});
+          bool ok = nvcc_compile(nvcc, dir, "kernels.cu");
+          if (ok && !bench_done) ok = nvcc_compile(nvcc, dir, "bench.cu"), bench_done = true;
+          std::cout << (ok ? "ok      " : "FAILED  ") << tree << ": " << plan.steps.size()
+                    << " kernels, " << plan.stages.size() << " stages\n";
+          failures += ok ? 0 : 1;
+          ++built;
+        }
       } catch (const Error& e) {
         std::cout << "FAILED  " << name << ": " << e.what() << "\n";
         ++failures;

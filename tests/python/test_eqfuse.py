@@ -66,6 +66,16 @@ class Optimize(unittest.TestCase):
                 self.assertEqual(got.shape, expected.shape)
                 np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
 
+    def test_bf16_twin_is_close_but_not_equal(self):
+        x, expected = test_data(MLP)
+        name = self.model.graph.input[0].name
+        (got,) = eqfuse.run(self.model, {name: x}, backend="cpu", precision="bf16").values()
+        self.assertEqual(got.dtype, np.float32)  # inputs and outputs stay f32
+        np.testing.assert_allclose(got, expected, rtol=5e-2, atol=5e-2)
+        self.assertGreater(np.abs(got - expected).max(), 1e-4)
+        with self.assertRaises(eqfuse.Error):
+            eqfuse.run(self.model, {name: x}, precision="bf16")  # the interpreter has none
+
     def test_model_given_as_proto_bytes_or_path_object(self):
         from pathlib import Path
         proto = onnx.load(MLP)

@@ -22,6 +22,19 @@ int shell(const std::string& cmd) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Builds a written C++ tree with warnings as errors and runs its bench on `data`: its JSON.
+nlohmann::json build_and_bench(const fs::path& tree, const fs::path& data) {
+  std::string t = "'" + tree.string() + "'";
+  REQUIRE(shell("cd " + t +
+                " && c++ -std=c++17 -O2 -fopenmp -fPIC -shared -Wall -Wextra -Werror "
+                "-o libeqfuse_model.so kernels.cpp && c++ -std=c++17 -O2 -Wall -Wextra -Werror "
+                "-o bench bench.cpp -L. -leqfuse_model -Wl,-rpath,.") == 0);
+  REQUIRE(shell("cd " + t + " && ./bench --test-data '" + data.string() +
+                "' --runs 2 > bench.json") == 0);
+  std::ifstream in(tree / "bench.json");
+  return nlohmann::json::parse(in);
+}
+
 }  // namespace
 
 TEST_CASE("a compiled C++ tree builds alone and matches the test data", "[tools][compile]") {
@@ -37,15 +50,7 @@ TEST_CASE("a compiled C++ tree builds alone and matches the test data", "[tools]
   for (const char* f :
        {"kernels.cpp", "eqfuse_model.h", "bench.cpp", "CMakeLists.txt", "weights.bin", "plan.json"})
     CHECK(fs::exists(tree / f));
-  std::string t = "'" + tree.string() + "'";
-  REQUIRE(shell("cd " + t +
-                " && c++ -std=c++17 -O2 -fopenmp -fPIC -shared -Wall -Wextra -Werror "
-                "-o libeqfuse_model.so kernels.cpp && c++ -std=c++17 -O2 -Wall -Wextra -Werror "
-                "-o bench bench.cpp -L. -leqfuse_model -Wl,-rpath,.") == 0);
-  std::string data = "'" + (example("mlp") / "test_data_set_0").string() + "'";
-  REQUIRE(shell("cd " + t + " && ./bench --test-data " + data + " --runs 2 > bench.json") == 0);
-  std::ifstream in(tree / "bench.json");
-  auto b = nlohmann::json::parse(in);
+  auto b = build_and_bench(tree, example("mlp") / "test_data_set_0");
   CHECK(b["match"] == true);
   CHECK(b["checked"].size() == 1);
 }
@@ -83,5 +88,56 @@ TEST_CASE("eqfuse compile names the op it cannot compile (exit 3)", "[tools][com
   CHECK_THAT(r.err, Catch::Contains("Mystery"));
   Result bad =
       run_eqfuse({"compile", (dir / "absent.onnx").string(), "--out", (dir / "tree").string()});
+  CHECK(bad.code == 2);
+}
+
+TEST_CASE("--precision bf16: compile checks and states it, the tree's bench uses its tolerance",
+          "[tools][compile]") {
+  fs::path dir = fresh_dir("compile_bf16");
+  fs::path tree = dir / "mlp";
+  Result r = run_eqfuse({"compile", (example("mlp") / "model.onnx").string(), "--target", "cpu",
+                         "--out", tree.string(), "--precision", "bf16", "--json"});
+  INFO(describe({"compile --precision bf16"}, r));
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["precision"]["dtype"] == "bf16");
+  CHECK(j["precision"]["checked"] == true);
+  CHECK(j["precision"]["max_abs_error"].get<double>() > 0);  // an approximation, visibly
+  CHECK(j["precision"]["max_abs_error"].get<double>() <=
+        j["precision"]["atol"].get<double>() + j["precision"]["rtol"].get<double>());
+  auto b = build_and_bench(tree, example("mlp") / "test_data_set_0");
+  CHECK(b["precision"] == "bf16");
+  CHECK(b["match"] == true);
+  // The weights blob holds 16-bit weights: about half the f32 tree's.
+  fs::path f32_tree = dir / "mlp_f32";
+  REQUIRE(run_eqfuse({"compile", (example("mlp") / "model.onnx").string(), "--target", "cpu",
+                      "--out", f32_tree.string()})
+              .code == 0);
+  CHECK(fs::file_size(tree / "weights.bin") < fs::file_size(f32_tree / "weights.bin") * 6 / 10);
+}
+
+TEST_CASE("eqfuse run --precision compares the 16-bit twin with the f32 interpreter",
+          "[tools][compile]") {
+  for (const char* precision : {"bf16", "f16"}) {
+    Result r = run_eqfuse({"run", (example("mlp") / "model.onnx").string(), "--backend", "cpu",
+                           "--precision", precision, "--json"});
+    INFO(describe({"run --precision", precision}, r));
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["precision"] == precision);
+    CHECK(j["expected_from"] == "the f32 interpreter");
+    CHECK(j["match"] == true);
+    CHECK(j["outputs"][0]["max_abs_error"].get<double>() > 0);
+    // A tolerance tighter than 16 bits can hold is a mismatch, exit 1: the check is real.
+    Result tight = run_eqfuse({"run", (example("mlp") / "model.onnx").string(), "--backend", "cpu",
+                               "--precision", precision, "--rtol", "1e-7", "--atol", "1e-9"});
+    CHECK(tight.code == 1);
+  }
+  Result interp =
+      run_eqfuse({"run", (example("mlp") / "model.onnx").string(), "--precision", "bf16"});
+  CHECK(interp.code == 2);
+  CHECK_THAT(interp.err, Catch::Contains("--backend cpu"));
+  Result bad = run_eqfuse(
+      {"run", (example("mlp") / "model.onnx").string(), "--backend", "cpu", "--precision", "int8"});
   CHECK(bad.code == 2);
 }
