@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "codegen/build_cache.h"
 #include "codegen/printer.h"
 #include "support/error.h"
 
@@ -18,24 +19,6 @@ namespace eqfuse::codegen {
 namespace fs = std::filesystem;
 
 namespace {
-
-fs::path cache_root() {
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return fs::path(x) / "eqfuse";
-  if (const char* h = std::getenv("HOME"); h && *h) return fs::path(h) / ".cache" / "eqfuse";
-  return fs::temp_directory_path() / "eqfuse-cache";
-}
-
-std::string compiler() {
-  if (const char* c = std::getenv("CXX"); c && *c) return c;
-  return "c++";
-}
-
-std::string read_head(const fs::path& file, size_t max_lines) {
-  std::ifstream in(file);
-  std::string line, out;
-  for (size_t i = 0; i < max_lines && std::getline(in, line); ++i) out += line + "\n";
-  return out;
-}
 
 // With EQFUSE_BLAS=1 in the environment: whether `cxx` compiles and links a CBLAS call
 // (probed once per process).
@@ -62,15 +45,6 @@ bool use_cblas(const std::string& cxx) {
 
 }  // namespace
 
-std::string source_hash(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return fmt::format("{:016x}", h);
-}
-
 std::unique_ptr<CpuModule> CpuModule::build(
     const ir::Graph& graph, CpuBuildInfo* info,
     const std::function<void(const std::string&)>& on_compile, const PlanOptions& options) {
@@ -78,7 +52,7 @@ std::unique_ptr<CpuModule> CpuModule::build(
   m->plan_ = make_plan(graph, options);
   std::string source = print_kernels(m->plan_, Target::Cpu);
   std::string flags = "-std=c++17 -O3 -fopenmp -fPIC -shared -w";
-  std::string cxx = compiler();
+  std::string cxx = system_compiler();
   std::string libs;
   bool blas = use_cblas(cxx);
   if (blas) {
@@ -98,29 +72,7 @@ std::unique_ptr<CpuModule> CpuModule::build(
       on_compile(fmt::format("compiling the C++ twin ({} stages) with {} (first use; cached in {})",
                              m->plan_.stages.size(), cxx, dir.parent_path().string()));
     auto t0 = std::chrono::steady_clock::now();
-    fs::create_directories(dir);
-    // Unique names, renamed into place: concurrent builds of one model do not collide.
-    std::string tag = fmt::format("{}-{}", ::getpid(),
-                                  std::chrono::steady_clock::now().time_since_epoch().count());
-    fs::path src = dir / ("model-" + tag + ".cpp");
-    fs::path tmp = dir / ("model-" + tag + ".so");
-    fs::path log = dir / ("build-" + tag + ".log");
-    {
-      std::ofstream out(src);
-      out << source;
-      if (!out) throw Error("cannot write " + src.string());
-    }
-    std::string cmd = fmt::format("'{}' {} -o '{}' '{}'{} > '{}' 2>&1", cxx, flags, tmp.string(),
-                                  src.string(), libs, log.string());
-    int rc = std::system(cmd.c_str());
-    if (rc != 0) {
-      throw Error(fmt::format("codegen: the C++ compiler failed on the generated twin ({}):\n{}",
-                              src.string(), read_head(log, 20)),
-                  Error::Kind::Internal);
-    }
-    fs::rename(tmp, lib);
-    fs::rename(src, dir / "model.cpp");
-    fs::remove(log);
+    compile_shared_library(source, fmt::format("'{}' {}", cxx, flags), libs, lib);
     bi.compile_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }

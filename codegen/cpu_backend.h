@@ -1,7 +1,7 @@
 #pragma once
 // The CPU backend: the C++ twin of a plan, built with the system C++ compiler into a shared
 // library on first use and loaded with dlopen. Builds are cached under
-// $XDG_CACHE_HOME/eqfuse/cpu (else ~/.cache/eqfuse/cpu), keyed by a hash of the source and the
+// $XDG_CACHE_HOME/eqfuse/cpu (codegen/build_cache.h), keyed by a hash of the source and the
 // compile command, so a model compiles once per machine whatever its batch size.
 //
 // The compiler is $CXX (else c++); flags are -O3 -fopenmp -fPIC -shared. With EQFUSE_BLAS=1 in
@@ -51,8 +51,5 @@ class CpuModule {
   int (*run_)(const int64_t*, const void* const*, void* const*, const void*, void*) = nullptr;
   int64_t (*arena_bytes_)(const int64_t*) = nullptr;
 };
-
-// 64-bit FNV-1a of `text`, as 16 hex digits: the cache key of generated sources.
-std::string source_hash(const std::string& text);
 
 }  // namespace eqfuse::codegen

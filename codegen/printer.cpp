@@ -88,7 +88,10 @@ std::string imul(const std::string& a, const std::string& b) {
 
 class Writer {
  public:
-  Writer(const KernelPlan& plan, Target target) : plan_(plan), g_(plan.graph), target_(target) {}
+  // `hosted`: CUDA whose host part eqfuse runs (print_cuda_hosted): kernels are extern "C" and
+  // the host code launches, calls cuBLAS and records events through an EqfHost table.
+  Writer(const KernelPlan& plan, Target target, bool hosted = false)
+      : plan_(plan), g_(plan.graph), target_(target), hosted_(hosted) {}
 
   // One stage as a function (and, for CUDA, its launch), appended to `functions`; the call
   // the run function makes, appended to `calls`.
@@ -98,6 +101,7 @@ class Writer {
   const KernelPlan& plan_;
   const ir::Graph& g_;
   Target target_;
+  bool hosted_;
   std::string out_;
   int depth_ = 0;
   int counter_ = 0;
@@ -239,6 +243,11 @@ class Writer {
   // The host code of one cuBLAS strided-batched call (CUDA) or of CBLAS calls, one per batch
   // entry (the C++ twin built with EQFUSE_CBLAS); "" where library_gemm does not apply.
   std::string cublas_call(const Stage& s, size_t index);
+  // CUDA host code: an event before stage `index` when profiling.
+  std::string record_event(size_t index) const {
+    return hosted_ ? fmt::format("if (H->record) H->record(H->ctx, {});", index)
+                   : fmt::format("if (prof) cudaEventRecord(prof[{}], st);", index);
+  }
   std::string cblas_call(const Stage& s, size_t index);
   std::string body_gemm_epilogue(const Stage& s);
   // A C++ stage function `name` writing `output` over the body printed so far (out_, used_):
@@ -1087,33 +1096,41 @@ std::string Writer::cublas_call(const Stage& s, size_t index) {
   // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first. f32 operands go to
   // SGEMM; 16-bit ones (--precision) to GemmEx, accumulating in f32 on tensor cores.
   bool sgemm = g->operand_type == DType::f32;
-  std::string call =
-      sgemm ? fmt::format(
-                  "cublasSgemmStridedBatched(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, "
-                  "&alpha, {}, (int)({}), (long long)({}), {}, (int)({}), (long long)({}), &beta, "
-                  "{}, (int)n, (long long)(m * n), (int)batch)",
-                  g->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N",
-                  g->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->b, g->ldb, g->stride_b, g->a,
-                  g->lda, g->stride_a, g->out)
-            : fmt::format(
-                  "cublasGemmStridedBatchedEx(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, "
-                  "&alpha, {}, {}, (int)({}), (long long)({}), {}, {}, (int)({}), (long "
-                  "long)({}), &beta, {}, {}, (int)n, (long long)(m * n), (int)batch, "
-                  "CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)",
-                  g->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N",
-                  g->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->b, cuda_data_type(g->operand_type),
-                  g->ldb, g->stride_b, g->a, cuda_data_type(g->operand_type), g->lda, g->stride_a,
-                  g->out, cuda_data_type(g->out_type));
+  std::string call;
+  if (hosted_)  // EqfHost::gemm, types as ONNX codes
+    call = fmt::format(
+        "H->gemm(H->ctx, {}, {}, n, m, k, alpha, {}, {}, (int64_t)({}), (int64_t)({}), {}, {}, "
+        "(int64_t)({}), (int64_t)({}), {}, {}, n, m * n, batch)",
+        int(g->trans_b), int(g->trans_a), g->b, ir::onnx_dtype_code(g->operand_type), g->ldb,
+        g->stride_b, g->a, ir::onnx_dtype_code(g->operand_type), g->lda, g->stride_a, g->out,
+        ir::onnx_dtype_code(g->out_type));
+  else if (sgemm)
+    call = fmt::format(
+        "cublasSgemmStridedBatched(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, &alpha, {}, "
+        "(int)({}), (long long)({}), {}, (int)({}), (long long)({}), &beta, {}, (int)n, (long "
+        "long)(m * n), (int)batch) != CUBLAS_STATUS_SUCCESS",
+        g->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N",
+        g->b, g->ldb, g->stride_b, g->a, g->lda, g->stride_a, g->out);
+  else
+    call = fmt::format(
+        "cublasGemmStridedBatchedEx(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, &alpha, {}, "
+        "{}, (int)({}), (long long)({}), {}, {}, (int)({}), (long long)({}), &beta, {}, {}, "
+        "(int)n, (long long)(m * n), (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != "
+        "CUBLAS_STATUS_SUCCESS",
+        g->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N",
+        g->b, cuda_data_type(g->operand_type), g->ldb, g->stride_b, g->a,
+        cuda_data_type(g->operand_type), g->lda, g->stride_a, g->out, cuda_data_type(g->out_type));
   return fmt::format(
       "  {{  // stage {}: {} '{}' as cuBLAS {} (strided batched)\n"
-      "    if (prof) cudaEventRecord(prof[{}], st);\n"
+      "    {}\n"
       "    const float alpha = {}, beta = 0.0f;\n"
+      "    (void)beta;\n"
       "    const int64_t m = {}, n = {}, k = {}, batch = {};\n"
       "    if (m > 0 && n > 0 && batch > 0 &&\n"
-      "        {} != CUBLAS_STATUS_SUCCESS)\n"
+      "        {})\n"
       "      return -1;\n  }}\n",
-      index, n.op_type, g_.value(s.output).name, sgemm ? "SGEMM" : "GemmEx", index, g->alpha, g->m,
-      g->n, g->k, g->batch, call);
+      index, n.op_type, g_.value(s.output).name, sgemm ? "SGEMM" : "GemmEx", record_event(index),
+      g->alpha, g->m, g->n, g->k, g->batch, call);
 }
 
 std::string Writer::cblas_call(const Stage& s, size_t index) {
@@ -1279,8 +1296,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   auto [sig, args] = parameters(s.output);
   std::string dims = dims_prologue();
   {
-    functions += head + fmt::format("__global__ void {}({}) {{\n{}  const int64_t n = {};\n", name,
-                                    sig, dims, items);
+    functions += head + fmt::format("{}__global__ void {}({}) {{\n{}  const int64_t n = {};\n",
+                                    hosted_ ? "extern \"C\" " : "", name, sig, dims, items);
     if (warp_rows_)  // a warp per item; the loop bound is the same for the warp's 32 lanes
       functions +=
           "  const int lane = threadIdx.x & 31;\n"
@@ -1292,13 +1309,39 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
           "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
           "       i += (int64_t)gridDim.x * blockDim.x) {\n" +
           body + "  }\n}\n\n";
-    calls += fmt::format(
-        "  {{\n    {}const int64_t n = {};\n"
-        "    if (n > 0) {}<<<eqf_grid(n * {}), 256, 0, st>>>({});\n  }}\n",
-        library.empty() ? fmt::format("if (prof) cudaEventRecord(prof[{}], st);\n    ", index) : "",
-        items, name, warp_rows_ ? 32 : 1, args);
+    std::string launch;
+    if (hosted_) {  // EqfHost::launch takes the addresses of the arguments, as cuLaunchKernel
+      std::string addresses = "&" + args;
+      for (size_t at = addresses.find(", "); at != std::string::npos;
+           at = addresses.find(", ", at + 3))
+        addresses.insert(at + 2, "&");
+      launch = fmt::format(
+          "if (n > 0) {{\n      void* a[] = {{{}}};\n"
+          "      if (H->launch(H->ctx, \"{}\", eqf_grid(n * {}), 256, a)) return -1;\n    }}",
+          addresses, name, warp_rows_ ? 32 : 1);
+    } else {
+      launch = fmt::format("if (n > 0) {}<<<eqf_grid(n * {}), 256, 0, st>>>({});", name,
+                           warp_rows_ ? 32 : 1, args);
+    }
+    calls += fmt::format("  {{\n    {}const int64_t n = {};\n    {}\n  }}\n",
+                         library.empty() ? record_event(index) + "\n    " : "", items, launch);
   }
 }
+
+// The table through which hosted CUDA host code reaches the GPU: codegen::EqfHost
+// (codegen/cuda_backend.h), which says what each entry does; the two must agree.
+constexpr const char* kHostTable = R"(
+struct EqfHost {
+  void* ctx;
+  int (*launch)(void* ctx, const char* kernel, unsigned grid, unsigned block, void** args);
+  int (*gemm)(void* ctx, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+              const void* a, int a_type, int64_t lda, int64_t stride_a, const void* b,
+              int b_type, int64_t ldb, int64_t stride_b, void* c, int c_type, int64_t ldc,
+              int64_t stride_c, int64_t batch);
+  void (*record)(void* ctx, int stage);
+};
+
+)";
 
 std::string dims_struct(const KernelPlan& plan) {
   return fmt::format("struct EqfDims {{\n  int64_t d[{}];\n}};\n\n",
@@ -1439,27 +1482,36 @@ std::string kernel_api_text(Target target) {
           : "");
 }
 
-std::string print_kernels(const KernelPlan& plan, Target target) {
+namespace {
+
+// The unit of print_kernels (in `host`), or with `hosted` the two of print_cuda_hosted.
+HostedCuda print_units(const KernelPlan& plan, Target target, bool hosted) {
   const ir::Graph& g = plan.graph;
-  std::string text =
+  std::string header =
       fmt::format("// Generated by eqfuse for target {}: {} stages in {} kernels. Do not edit.\n",
                   target_name(target), plan.stages.size(), plan.steps.size());
-  text += prelude_text();
+  HostedCuda units;
+  std::string& text = units.host;
+  text = header + prelude_text();
   if (target == Target::Cuda)
     text +=
         "\nstatic unsigned eqf_grid(int64_t n) {\n  int64_t b = (n + 255) / 256;\n"
         "  return (unsigned)(b < 65536 ? b : 65536);\n}\n";
   text += "\n" + dims_struct(plan);
-  Writer w(plan, target);
+  Writer w(plan, target, hosted);
   std::string functions, calls;
   for (size_t i = 0; i < plan.stages.size(); ++i) w.stage(i, functions, calls);
+  if (hosted) {
+    units.device = header + prelude_text() + "\n" + dims_struct(plan) + functions;
+    text += kHostTable;
+  }
   if (w.uses_cblas) text += "#if defined(EQFUSE_CBLAS)\n#include <cblas.h>\n#endif\n\n";
-  if (w.uses_cublas)
+  if (w.uses_cublas && !hosted)
     text +=
         "#include <cublas_v2.h>\n\n// One cuBLAS handle per process, on the run's stream.\n"
         "static cublasHandle_t eqf_cublas(cudaStream_t st) {\n  static cublasHandle_t h = 0;\n"
         "  if (!h) cublasCreate(&h);\n  cublasSetStream(h, st);\n  return h;\n}\n\n";
-  text += functions;
+  if (!hosted) text += functions;
 
   std::string dims;
   for (size_t k = 0; k < plan.dims.size(); ++k)
@@ -1474,7 +1526,12 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
           "  return " + sym(plan.arena.total) + ";\n}\n\n";
   text += model_description(plan);
   std::string stream = target == Target::Cuda ? ", void* stream" : "";
-  if (target == Target::Cuda)
+  if (hosted)
+    text +=
+        "extern \"C\" int eqfuse_run_hosted(const int64_t* dims, const void* const* inputs,\n"
+        "                                   void* const* outputs, const void* weights, void* "
+        "arena,\n                                   const EqfHost* H) {\n";
+  else if (target == Target::Cuda)
     text +=
         "// With `prof` (stages + 1 events), an event is recorded before each stage and at the "
         "end.\nstatic int eqf_run(const int64_t* dims, const void* const* inputs, void* const* "
@@ -1490,7 +1547,7 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
   text += "  EqfDims D;\n";
   for (size_t k = 0; k < std::max<size_t>(plan.dims.size(), 1); ++k)
     text += fmt::format("  D.d[{}] = {};\n", k, k < plan.dims.size() ? fmt::format("d{}", k) : "0");
-  if (target == Target::Cuda) text += "  cudaStream_t st = (cudaStream_t)stream;\n";
+  if (target == Target::Cuda && !hosted) text += "  cudaStream_t st = (cudaStream_t)stream;\n";
   bool any_arena = false, any_weight = false;
   for (const Buffer& buf : plan.buffers) {
     any_arena = any_arena || buf.storage == Storage::Arena;
@@ -1521,7 +1578,17 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
                         g.value(buf.value).name, b);
   }
   text += calls;
-  if (target == Target::Cpu) return text + "  return 0;\n}\n";
+  if (target == Target::Cpu) {
+    text += "  return 0;\n}\n";
+    return units;
+  }
+  if (hosted) {
+    text += fmt::format("  if (H->record) H->record(H->ctx, {});\n  return 0;\n}}\n",
+                        plan.stages.size());
+    text += fmt::format("\nextern \"C\" int eqfuse_num_stages(void) {{ return {}; }}\n",
+                        plan.stages.size());
+    return units;
+  }
   text += fmt::format("  if (prof) cudaEventRecord(prof[{}], st);\n", plan.stages.size());
   text += "  return (int)cudaGetLastError();\n}\n\n";
   text +=
@@ -1543,7 +1610,17 @@ std::string print_kernels(const KernelPlan& plan, Target target) {
       "  return rc;\n}}\n",
       plan.stages.size(), plan.stages.size() + 1, plan.stages.size() + 1, plan.stages.size(),
       plan.stages.size(), plan.stages.size() + 1);
-  return text;
+  return units;
+}
+
+}  // namespace
+
+std::string print_kernels(const KernelPlan& plan, Target target) {
+  return print_units(plan, target, false).host;
+}
+
+HostedCuda print_cuda_hosted(const KernelPlan& plan) {
+  return print_units(plan, Target::Cuda, true);
 }
 
 }  // namespace eqfuse::codegen

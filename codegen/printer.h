@@ -45,4 +45,16 @@ std::string print_kernels(const KernelPlan& plan, Target target);
 // The declarations of the generated C API, for the header of a generated tree.
 std::string kernel_api_text(Target target);
 
+// CUDA for eqfuse to run in-process (`eqfuse run --backend cuda`, codegen/cuda_backend.h): the
+// same stages split in two. `device` holds only the kernels (extern "C", for NVRTC); `host` is
+// plain C++ for the system compiler, the same run function as the CUDA unit's except that it
+// launches kernels, calls cuBLAS and records events through a table the caller passes:
+//   extern "C" int eqfuse_run_hosted(dims, inputs, outputs, weights, arena, const EqfHost* H)
+// (struct EqfHost is declared at the top of `host`), with the arena, interface and
+// eqfuse_num_stages functions of the other units.
+struct HostedCuda {
+  std::string device, host;
+};
+HostedCuda print_cuda_hosted(const KernelPlan& plan);
+
 }  // namespace eqfuse::codegen

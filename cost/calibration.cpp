@@ -8,12 +8,23 @@
 #include <limits>
 
 #include "cost/cost_model.h"
-#include "cost/cuda_driver.h"
 #include "cost/wave_quantization.h"
+#include "support/cuda_driver.h"
 #include "support/error.h"
 
 namespace eqfuse::cost {
 namespace {
+
+using cuda::check_cuda;
+using cuda::cublasHandle_t;
+using cuda::cublasStatus_t;
+using cuda::CUcontext;
+using cuda::CudaApi;
+using cuda::CUdevice;
+using cuda::CUdeviceptr;
+using cuda::CUevent;
+using cuda::CUfunction;
+using cuda::CUmodule;
 
 constexpr const char* kKernelSource = R"(
 extern "C" __global__ void eq_empty() {}
@@ -89,11 +100,6 @@ constexpr int kFmaPerElement = 256;
 constexpr int kAttrSmCount = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
 constexpr int kAttrCcMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrCcMinor = 76;
-constexpr int kCudaR16F = 2;      // cudaDataType CUDA_R_16F
-constexpr int kCudaR32F = 0;      // CUDA_R_32F
-constexpr int kCudaR16BF = 14;    // CUDA_R_16BF
-constexpr int kComputeF32 = 68;   // CUBLAS_COMPUTE_32F
-constexpr int kGemmDefault = -1;  // CUBLAS_GEMM_DEFAULT
 
 // GPU 0's primary context, the benchmark kernels compiled for it, and timing with events.
 class Session {
@@ -109,7 +115,8 @@ class Session {
     check_cuda(api_, api_.cuDeviceGetAttribute(&minor, kAttrCcMinor, device_), "capability");
     check_cuda(api_, api_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
     check_cuda(api_, api_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
-    std::string ptx = compile(fmt::format("--gpu-architecture=compute_{}{}", major, minor));
+    std::string ptx = cuda::nvrtc_compile(*api_.nvrtc, kKernelSource, "eqfuse_calibrate.cu",
+                                          fmt::format("compute_{}{}", major, minor));
     check_cuda(api_, api_.cuModuleLoadData(&module_, ptx.c_str()), "cuModuleLoadData");
     check_cuda(api_, api_.cuEventCreate(&start_, 0), "cuEventCreate");
     check_cuda(api_, api_.cuEventCreate(&stop_, 0), "cuEventCreate");
@@ -170,31 +177,6 @@ class Session {
   }
 
  private:
-  std::string compile(const std::string& arch) {
-    nvrtcProgram prog = nullptr;
-    if (api_.nvrtcCreateProgram(&prog, kKernelSource, "eqfuse_calibrate.cu", 0, nullptr, nullptr) !=
-        0)
-      throw Error("calibration: nvrtcCreateProgram failed", Error::Kind::Unsupported);
-    // NVRTC optimizes by default; CUDA 13's NVRTC refuses -O3.
-    const char* options[] = {arch.c_str()};
-    nvrtcResult compiled = api_.nvrtcCompileProgram(prog, 1, options);
-    if (compiled != 0) {
-      size_t size = 0;
-      api_.nvrtcGetProgramLogSize(prog, &size);
-      std::string log(size, '\0');
-      api_.nvrtcGetProgramLog(prog, log.data());
-      api_.nvrtcDestroyProgram(&prog);
-      throw Error("calibration: NVRTC could not compile the benchmark kernels:\n" + log,
-                  Error::Kind::Unsupported);
-    }
-    size_t size = 0;
-    api_.nvrtcGetPTXSize(prog, &size);
-    std::string ptx(size, '\0');
-    api_.nvrtcGetPTX(prog, ptx.data());
-    api_.nvrtcDestroyProgram(&prog);
-    return ptx;
-  }
-
   CudaApi& api_;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
@@ -261,7 +243,7 @@ double CalibrationResult::mean_abs_relative_error() const {
 
 std::optional<std::string> calibration_unavailable() {
   std::string why;
-  if (load_cuda(&why)) return std::nullopt;
+  if (cuda::load_cuda(&why)) return std::nullopt;
   return why;
 }
 
@@ -288,7 +270,7 @@ nlohmann::json calibration_to_json(const CalibrationResult& result) {
 
 CalibrationResult calibrate(const DeviceProfile* base_or_null) {
   std::string why;
-  std::unique_ptr<CudaApi> api = load_cuda(&why);
+  std::unique_ptr<CudaApi> api = cuda::load_cuda(&why);
   if (!api) throw Error("no CUDA driver/GPU found: calibration needs a GPU (" + why + ")");
   Session s(*api);
   DeviceProfile base;
@@ -397,9 +379,7 @@ CalibrationResult calibrate(const DeviceProfile* base_or_null) {
           unsigned long long words = bytes / 4;
           s.launch(fill, s.grid_for(words, 256), 256, {&buffer, &words, &kind});
         }
-        int type = dtype == ir::DType::f16    ? kCudaR16F
-                   : dtype == ir::DType::bf16 ? kCudaR16BF
-                                              : kCudaR32F;
+        int type = cuda::cuda_data_type(ir::onnx_dtype_code(dtype));
         float alpha = 1, beta = 0;
         cublasStatus_t status = 0;
         // Column-major C(m x n) = A(m x k) B(k x n).
@@ -408,7 +388,7 @@ CalibrationResult calibrate(const DeviceProfile* base_or_null) {
               status |= api->cublasGemmEx(
                   handle, 0, 0, g.m, g.n, g.k, &alpha, reinterpret_cast<void*>(A), type, g.m,
                   reinterpret_cast<void*>(B), type, g.k, &beta, reinterpret_cast<void*>(C), type,
-                  g.m, kComputeF32, kGemmDefault);
+                  g.m, cuda::kCublasCompute32F, cuda::kCublasGemmDefault);
             },
             5);
         if (status != 0) throw Error("calibration: cublasGemmEx failed", Error::Kind::Unsupported);

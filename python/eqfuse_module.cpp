@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "codegen/cpu_backend.h"
+#include "codegen/cuda_backend.h"
 #include "frontend/onnx_export.h"
 #include "frontend/onnx_import.h"
 #include "frontend/test_data.h"
@@ -153,19 +154,16 @@ py::tuple optimize(const py::object& model, const std::string& device,
 std::vector<std::pair<std::string, py::array>> run(const py::object& model, const py::dict& inputs,
                                                    const std::string& backend,
                                                    const std::string& precision) {
-  if (backend != "interpreter" && backend != "cpu")
-    throw Error(backend == "cuda"
-                    ? "backend='cuda': running generated CUDA in-process is not built yet; use "
-                      "`eqfuse compile --target cuda` and nvcc, or backend='cpu'"
-                    : "backend='" + backend + "': expected interpreter or cpu",
-                backend == "cuda" ? Error::Kind::Unsupported : Error::Kind::BadInput);
+  if (backend != "interpreter" && backend != "cpu" && backend != "cuda")
+    throw Error("backend='" + backend + "': expected interpreter, cpu or cuda");
   codegen::PlanOptions plan_options;
   auto stored = ir::parse_dtype(precision);
   if (!stored ||
       (*stored != ir::DType::f32 && *stored != ir::DType::f16 && *stored != ir::DType::bf16))
     throw Error("precision='" + precision + "': expected f32, f16 or bf16");
-  if (*stored != ir::DType::f32 && backend != "cpu")
-    throw Error("precision='" + precision + "' applies to generated code: use backend='cpu'");
+  if (*stored != ir::DType::f32 && backend == "interpreter")
+    throw Error("precision='" + precision +
+                "' applies to generated code: use backend='cpu' or 'cuda'");
   plan_options.precision = *stored;
   LoadedModel loaded = load_model(model);
   std::vector<frontend::NamedTensor> given;
@@ -181,6 +179,8 @@ std::vector<std::pair<std::string, py::array>> run(const py::object& model, cons
     std::vector<ir::Tensor> bound = frontend::bind_inputs(loaded.graph, given);
     if (backend == "cpu")
       outputs = codegen::CpuModule::build(loaded.graph, nullptr, {}, plan_options)->run(bound);
+    else if (backend == "cuda")
+      outputs = codegen::CudaModule::build(loaded.graph, nullptr, {}, plan_options)->run(bound);
     else
       outputs = ir::Interpreter(loaded.graph).run(bound);
   }

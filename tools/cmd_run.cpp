@@ -2,9 +2,10 @@
 // input_K.pb, output_K.pb) it checks the outputs against the expected ones; inputs may also
 // come from --input NAME=FILE.pb or be made up (random_inputs.h), at the sizes --dim NAME=VALUE
 // gives symbolic dims (else the model's hints, else defaults). Exit 0 all outputs match,
-// 1 a mismatch, 2 bad input or usage, 3 an op or missing weights that stop execution. With
-// --backend cpu the generated C++ twin runs instead; --precision f16|bf16 builds it storing
-// weights and intermediates at 16 bits and checks it against the f32 interpreter.
+// 1 a mismatch, 2 bad input or usage (and --backend cuda without a GPU), 3 an op or missing
+// weights that stop execution. With --backend cpu the generated C++ twin runs instead, with
+// --backend cuda the generated CUDA (NVRTC, on GPU 0); --precision f16|bf16 builds either
+// storing weights and intermediates at 16 bits and checks it against the f32 interpreter.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -15,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/cpu_backend.h"
-#include "cost/cuda_driver.h"
+#include "codegen/cuda_backend.h"
 #include "frontend/onnx_import.h"
 #include "frontend/test_data.h"
 #include "ir/interpreter.h"
@@ -57,10 +58,10 @@ int run_model(RunOptions opt) {
   codegen::PlanOptions plan_options;
   plan_options.precision = parse_precision(opt.precision);
   const bool lowered = plan_options.precision != ir::DType::f32;
-  if (lowered && opt.backend != "cpu")
+  if (lowered && opt.backend == "interpreter")
     throw Error("--precision " + opt.precision +
-                " applies to generated code: use it with --backend cpu (the interpreter computes "
-                "the model's own dtypes)");
+                " applies to generated code: use it with --backend cpu or cuda (the interpreter "
+                "computes the model's own dtypes)");
   auto [precision_rtol, precision_atol] = codegen::precision_tolerance(plan_options.precision);
   if (opt.rtol < 0) opt.rtol = lowered ? precision_rtol : 1e-3;
   if (opt.atol < 0) opt.atol = lowered ? precision_atol : 1e-5;
@@ -132,31 +133,46 @@ int run_model(RunOptions opt) {
                             expected.size(), graph.outputs().size()));
   }
 
-  // The backend: the reference interpreter, or the generated C++ twin (built on first use and
-  // cached), or CUDA (not in this build: it says so).
+  // The backend: the reference interpreter, or generated code built on first use and cached:
+  // the C++ twin, or CUDA (NVRTC and the GPU, codegen/cuda_backend.h).
   std::unique_ptr<codegen::CpuModule> twin;
-  codegen::CpuBuildInfo build;
+  std::unique_ptr<codegen::CudaModule> gpu;
+  const codegen::KernelPlan* plan = nullptr;
+  std::string generated;  // what ran, for the summary line
+  bool cached = false;
   double build_ms = 0;
-  if (opt.backend == "cpu") {
+  if (opt.backend == "cpu" || opt.backend == "cuda") {
     auto tb = std::chrono::steady_clock::now();
     ProgressLine line;
-    twin = codegen::CpuModule::build(
-        graph, &build, [&line](const std::string& what) { line.update(what); }, plan_options);
+    auto progress = [&line](const std::string& what) { line.update(what); };
+    if (opt.backend == "cpu") {
+      codegen::CpuBuildInfo build;
+      twin = codegen::CpuModule::build(graph, &build, progress, plan_options);
+      plan = &twin->plan();
+      generated = "C++ twin";
+      cached = build.cached;
+    } else {
+      codegen::CudaBuildInfo build;
+      try {
+        gpu = codegen::CudaModule::build(graph, &build, progress, plan_options);
+      } catch (const Error& e) {
+        if (e.kind() != Error::Kind::BadInput) throw;
+        throw Error(
+            std::string("--backend cuda: ") + e.what() + "; use --backend cpu for the C++ twin",
+            Error::Kind::BadInput);
+      }
+      plan = &gpu->plan();
+      generated = "CUDA on " + build.gpu + " (" + build.arch + ")";
+      cached = build.artifacts.cached;
+    }
     build_ms = ms_since(tb);
-  } else if (opt.backend == "cuda") {
-    std::string why;
-    if (!cost::load_cuda(&why))
-      throw Error("--backend cuda: no GPU here (" + why + "); use --backend cpu for the C++ twin",
-                  Error::Kind::BadInput);
-    throw Error(
-        "--backend cuda: running generated CUDA in-process (NVRTC) is not built yet; "
-        "`eqfuse compile --target cuda` writes a tree that nvcc builds",
-        Error::Kind::Unsupported);
   } else if (opt.backend != "interpreter") {
     throw Error("--backend " + opt.backend + ": expected interpreter, cpu or cuda");
   }
   auto t1 = std::chrono::steady_clock::now();
-  std::vector<ir::Tensor> outputs = twin ? twin->run(inputs) : ir::Interpreter(graph).run(inputs);
+  std::vector<ir::Tensor> outputs = twin  ? twin->run(inputs)
+                                    : gpu ? gpu->run(inputs)
+                                          : ir::Interpreter(graph).run(inputs);
   double run_ms = ms_since(t1);
   // A lower precision is an approximation: without expected outputs it is compared with the
   // f32 model in the interpreter.
@@ -177,16 +193,15 @@ int run_model(RunOptions opt) {
   bool all_match = true;
   nlohmann::json jout = nlohmann::json::array();
   if (!opt.json) {
-    if (twin)
+    if (plan)
       std::cout << fmt::format(
-          "{}: {} inputs ({}), import {:.1f} ms, C++ twin{} {} in {:.1f} ms "
+          "{}: {} inputs ({}), import {:.1f} ms, {}{} {} in {:.1f} ms "
           "({} stages), run {:.1f} ms\n",
-          opt.model, inputs.size(), source, import_ms,
+          opt.model, inputs.size(), source, import_ms, generated,
           lowered
               ? fmt::format(" at {} (weights and intermediates stored at 16 bits)", opt.precision)
               : "",
-          build.cached ? "found in the cache" : "built", build_ms, twin->plan().stages.size(),
-          run_ms);
+          cached ? "found in the cache" : "built", build_ms, plan->stages.size(), run_ms);
     else
       std::cout << fmt::format("{}: {} inputs ({}), import {:.1f} ms, interpreter {:.1f} ms\n",
                                opt.model, inputs.size(), source, import_ms, run_ms);
@@ -241,11 +256,11 @@ int run_model(RunOptions opt) {
     j["import_ms"] = import_ms;
     j["run_ms"] = run_ms;
     j["backend"] = opt.backend;
-    if (twin) {
+    if (plan) {
       j["precision"] = opt.precision;
       j["build_ms"] = build_ms;
-      j["build_cached"] = build.cached;
-      j["stages"] = twin->plan().stages.size();
+      j["build_cached"] = cached;
+      j["stages"] = plan->stages.size();
     }
     nlohmann::json jd = nlohmann::json::object();
     for (const auto& [name, c] : dims) jd[name] = {{"size", c.size}, {"source", c.source}};
@@ -282,14 +297,15 @@ RegisterCommand run_command{
        app.add_option("--atol", opt->atol,
                       "Absolute tolerance (default 1e-5, or the --precision's)");
        app.add_option("--precision", opt->precision,
-                      "f32 (default), f16 or bf16, with --backend cpu: the twin stores weights and "
-                      "intermediates at 16 bits (compared with the f32 interpreter when no "
-                      "expected outputs are given)");
+                      "f32 (default), f16 or bf16, with --backend cpu or cuda: generated code "
+                      "stores weights and intermediates at 16 bits (compared with the f32 "
+                      "interpreter when no expected outputs are given)");
        app.add_option("--seed", opt->seed, "Seed of the random inputs (default 0)");
        app.add_flag("--json", opt->json, "Print one JSON document on stdout");
        app.add_option("--backend", opt->backend,
                       "interpreter (default), cpu (the generated C++ twin, built with the "
-                      "system compiler on first use), cuda");
+                      "system compiler on first use), cuda (the generated CUDA, built with NVRTC "
+                      "on first use; needs a GPU)");
        app.footer(
            "Examples:\n  eqfuse run examples/models/mlp/model.onnx --test-data "
            "examples/models/mlp/test_data_set_0\n  eqfuse run out.onnx --backend cpu --dim batch=8 "

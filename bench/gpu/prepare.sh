@@ -3,7 +3,8 @@
 # bench/gpu/trees (ignored by git; send it with the repository). For each model: the generic
 # CUDA tree (dims left run-time), trees specialized at batch 1 and at the large batch (--dim,
 # weights shared with the generic tree), the test data, and where the weights do not travel,
-# outputs of the C++ twin at the bench's seeded weights and inputs to check the GPU against.
+# outputs of the C++ twin at the bench's seeded weights and inputs to check the GPU against;
+# for the part-1 models also the --precision bf16 tree, always at seeded weights.
 #   bench/gpu/prepare.sh [EQFUSE] [SHARED]      (defaults build/tools/eqfuse, ../shared)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -54,6 +55,25 @@ for entry in $models; do
     (cd "$out/$m.twin" && ./bench --dim batch=1 --seed 1 --runs 1 \
       --write-outputs "../$m/seeded_set_0" >/dev/null)
     rm -rf "$out/$m.twin"
+  fi
+  if [ "$part" = 1 ]; then
+    # The --precision bf16 tree (part 2): seeded weights, checked against the bf16 twin's
+    # outputs at the same seed and inputs.
+    "$eqfuse" compile "$src/model.onnx" --target cuda --precision bf16 --out "$out/$m.bf16" \
+      "${flags[@]}" --json > "$out/$m.bf16.compile.json" || echo "   skipped: the bf16 build failed"
+    if [ -d "$out/$m.bf16" ]; then
+      rm -f "$out/$m.bf16/weights.bin"
+      "$eqfuse" compile "$src/model.onnx" --target cpu --precision bf16 --out "$out/$m.twin16" \
+        "${flags[@]}" >/dev/null
+      rm -f "$out/$m.twin16/weights.bin"
+      c++ -std=c++17 -O3 -fopenmp -fPIC -shared -o "$out/$m.twin16/libeqfuse_model.so" "$out/$m.twin16/kernels.cpp"
+      c++ -std=c++17 -O2 -o "$out/$m.twin16/bench" "$out/$m.twin16/bench.cpp" -L"$out/$m.twin16" \
+        -leqfuse_model -Wl,-rpath,'$ORIGIN'
+      mkdir -p "$out/$m.bf16/seeded_set_0"
+      (cd "$out/$m.twin16" && ./bench --dim batch=1 --seed 1 --runs 1 \
+        --write-outputs "../$m.bf16/seeded_set_0" >/dev/null)
+      rm -rf "$out/$m.twin16"
+    fi
   fi
   echo "$m $large $part" >> "$out/models.txt"
 done

@@ -10,8 +10,9 @@ results/partN.json, and `--merge` joins the parts into results/gpu.json and one 
           nvcc build time, numerics, eqfuse generic and --dim-specialized builds (launch by
           launch and as a CUDA-graph replay), per-stage times, PyTorch eager / CUDA graphs /
           torch.compile (first-call time with empty Inductor and Triton caches)
-  part 2: the same models in bf16 for PyTorch (eager, torch.compile default and
-          max-autotune-no-cudagraphs at the large batch); eqfuse has no bf16 kernels yet
+  part 2: the same models in bf16: eqfuse's --precision bf16 build (generic dims; checked at
+          seeded weights against the bf16 C++ twin, timed at batch 1 and the large batch) and
+          PyTorch (eager, torch.compile default and max-autotune-no-cudagraphs at the large batch)
   part 3: bandwidth of pointwise and row-reduction kernels on 256 MiB tensors as a fraction of
           a device-to-device copy; a batch sweep 1..64 of one eqfuse build against
           torch.compile's recompiles
@@ -171,11 +172,36 @@ def eqfuse_model(trees, nvcc, arch, name, large, record, deadline):
     record(r)
 
 
+def eqfuse_bf16(trees, nvcc, arch, name, large, record, deadline):
+    """The --precision bf16 tree: numerics at seeded weights (the bf16 twin's outputs, at the
+    tree's own tolerance) and the generic build's time at batch 1 and the large batch."""
+    tree = os.path.join(trees, f"{name}.bf16")
+    r = {"model": name, "large_batch": large, "dtype": "bf16"}
+    if not os.path.isdir(tree):
+        r["error"] = "no bf16 tree"
+        record(r)
+        return
+    r["nvcc_s"] = build(nvcc, arch, tree)
+    if r["nvcc_s"] is None:
+        record(r)
+        return
+    seeded = os.path.join(tree, "seeded_set_0")
+    if os.path.isdir(seeded):
+        c = bench(tree, ["--test-data", seeded, "--seed", "1", "--runs", "1"])
+        r["checks"] = [{"set": 0, "match": c.get("match"), "detail": c.get("checked", c.get("error"))}]
+    for b in (1, large):
+        if time.time() > deadline:
+            r[f"b{b}"] = "skipped: part deadline"
+            continue
+        r[f"b{b}"] = {"generic": bench(tree, ["--dim", f"batch={b}", "--runs", "50", "--seed", "2"])}
+    record(r)
+
+
 def run_part(args):
     deadline = time.time() + PART_SECONDS
     os.makedirs(args.out, exist_ok=True)
-    results = {"part": args.part, "device": device_name(), "models": [], "torch": [],
-               "bandwidth": [], "sweep": [], "skipped": []}
+    results = {"part": args.part, "device": device_name(), "models": [], "models_bf16": [],
+               "torch": [], "bandwidth": [], "sweep": [], "skipped": []}
 
     def save():
         with open(os.path.join(args.out, f"part{args.part}.json"), "w") as f:
@@ -197,6 +223,11 @@ def run_part(args):
             save()
     if args.part == 2:
         for name, large in models(args.trees, 2):
+            if time.time() > deadline:
+                results["skipped"].append(f"eqfuse {name} bf16")
+            else:
+                eqfuse_bf16(args.trees, args.nvcc, args.arch, name, large,
+                            results["models_bf16"].append, deadline)
             for b, mode in ((1, "eager"), (1, "compile"), (large, "eager"), (large, "compile"),
                             (large, "compile-max-autotune")):
                 if time.time() > deadline:
@@ -281,6 +312,23 @@ def merge(args):
                       f"{torch_ms.get((m['model'], b, 'cudagraphs', 'f32'))} | "
                       f"{torch_ms.get((m['model'], b, 'compile', 'f32'))} | "
                       f"{tc[0].get('first_call_s') if tc else None} | {ok} |")
+    print()
+    print("| model (bf16) | batch | eqfuse ms | eqfuse graph ms | eager ms | torch.compile ms "
+          "| max-autotune ms | numerics |")
+    print("|---|---|---|---|---|---|---|---|")
+    for part in merged["parts"]:
+        for m in part.get("models_bf16", []):
+            matches = [c["match"] for c in m.get("checks", [])]
+            ok = None if not matches or None in matches else all(matches)
+            for b in (1, m["large_batch"]):
+                r = m.get(f"b{b}")
+                if not isinstance(r, dict):
+                    continue
+                g = r["generic"]
+                print(f"| {m['model']} | {b} | {g.get('min_ms')} | {g.get('graph_replay_ms')} | "
+                      f"{torch_ms.get((m['model'], b, 'eager', 'bf16'))} | "
+                      f"{torch_ms.get((m['model'], b, 'compile', 'bf16'))} | "
+                      f"{torch_ms.get((m['model'], b, 'compile-max-autotune', 'bf16'))} | {ok} |")
 
 
 def cost_model_check(args, merged):

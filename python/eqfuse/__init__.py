@@ -49,12 +49,13 @@ def optimize(model, device="h200", dims=None, rules=None, time_limit=20.0, node_
 def run(model, inputs, backend="interpreter", precision="f32"):
     """Runs a model on {input name: NumPy array}; returns {output name: NumPy array}.
 
-    backend: "interpreter" (the reference) or "cpu" (the generated C++ twin, built with the
-    system compiler on first use and cached under $XDG_CACHE_HOME/eqfuse). bfloat16 outputs
-    come back as float32.
-    precision: "f32", or with backend="cpu" "f16"/"bf16": the twin stores weights and
-    intermediates at 16 bits and computes in f32 (an approximation; `eqfuse run --precision`
-    states its error against the f32 model).
+    backend: "interpreter" (the reference), "cpu" (the generated C++ twin, built with the
+    system compiler on first use and cached under $XDG_CACHE_HOME/eqfuse) or "cuda" (the
+    generated CUDA, built with NVRTC on first use; without a GPU it raises eqfuse.Error).
+    bfloat16 outputs come back as float32.
+    precision: "f32", or with generated code "f16"/"bf16": weights and intermediates are stored
+    at 16 bits and computed in f32 (an approximation; `eqfuse run --precision` states its error
+    against the f32 model).
     """
     return dict(_native.run(model, dict(inputs), backend, precision))
 

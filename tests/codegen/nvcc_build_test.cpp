@@ -1,7 +1,8 @@
 // nvcc builds the generated CUDA tree of every shared model (optimized, dims left symbolic) for
 // sm_90a and sm_86 with every warning an error, and the bench program once; and, for models
 // with a MatMul, a convolution and a row reduction, the --precision bf16 tree too (16-bit
-// buffers, cuBLAS GemmEx). Skips (exit 77)
+// buffers, cuBLAS GemmEx). Each tree's hosted units (`eqfuse run --backend cuda`) are also built:
+// the kernels with NVRTC for sm_90a, the host code with the system compiler. Skips (exit 77)
 // where nvcc or ../shared is absent: CI machines have the CUDA toolkit but no GPU, so this is
 // the check CI gives the CUDA-only half of the printer.
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "codegen/cuda_backend.h"
 #include "codegen/source_tree.h"
 #include "frontend/onnx_import.h"
 #include "optimizer/optimize.h"
@@ -79,8 +81,19 @@ int main() {
           codegen::write_source_tree(plan, dir, {codegen::Target::Cuda, "sm_90a"});
           bool ok = nvcc_compile(nvcc, dir, "kernels.cu");
           if (ok && !bench_done) ok = nvcc_compile(nvcc, dir, "bench.cu"), bench_done = true;
+          // The hosted units of `eqfuse run --backend cuda`: NVRTC and the system compiler.
+          std::string nvrtc;
+          if (ok) {
+            try {
+              codegen::CudaArtifacts a = codegen::build_cuda_artifacts(plan, "sm_90a");
+              if (!a.cached) nvrtc = ", NVRTC " + std::to_string(a.nvrtc_seconds) + " s";
+            } catch (const Error& e) {
+              std::cout << "FAILED: NVRTC or the host code of " << tree << ": " << e.what() << "\n";
+              ok = false;
+            }
+          }
           std::cout << (ok ? "ok      " : "FAILED  ") << tree << ": " << plan.steps.size()
-                    << " kernels, " << plan.stages.size() << " stages\n";
+                    << " kernels, " << plan.stages.size() << " stages" << nvrtc << "\n";
           failures += ok ? 0 : 1;
           ++built;
         }

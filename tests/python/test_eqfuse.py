@@ -66,6 +66,16 @@ class Optimize(unittest.TestCase):
                 self.assertEqual(got.shape, expected.shape)
                 np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
 
+    def test_cuda_backend_runs_or_says_there_is_no_gpu(self):
+        x, expected = test_data(MLP)
+        name = self.model.graph.input[0].name
+        try:
+            (got,) = eqfuse.run(self.model, {name: x}, backend="cuda").values()
+        except eqfuse.Error as e:
+            self.assertIn("no GPU", str(e))
+        else:
+            np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
+
     def test_bf16_twin_is_close_but_not_equal(self):
         x, expected = test_data(MLP)
         name = self.model.graph.input[0].name

@@ -68,6 +68,20 @@ TEST_CASE("eqfuse run --backend cpu runs the C++ twin", "[tools][compile]") {
   CHECK(bad.code == 2);
 }
 
+TEST_CASE("eqfuse run --backend cuda runs on a GPU, or says there is none (exit 2)",
+          "[tools][compile]") {
+  Result r =
+      run_eqfuse({"run", (example("mlp") / "model.onnx").string(), "--backend", "cuda",
+                  "--test-data", (example("mlp") / "test_data_set_0").string(), "--atol", "1e-4"});
+  INFO(describe({"run --backend cuda"}, r));
+  if (r.code == 2) {
+    CHECK_THAT(r.err, Catch::Contains("no GPU") && Catch::Contains("--backend cpu"));
+  } else {
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("CUDA on"));
+  }
+}
+
 TEST_CASE("eqfuse compile names the op it cannot compile (exit 3)", "[tools][compile]") {
   fs::path dir = fresh_dir("compile_opaque");
   auto m = onnx_model();
