@@ -11,9 +11,12 @@
 namespace eqfuse::cuda {
 namespace {
 
+// The libraries stay mapped once loaded (RTLD_NODELETE): they keep state of their own (NVRTC
+// its C++ runtime's pools, the driver its threads) that would otherwise be unmapped while still
+// referenced, which the leak checker of the sanitizer build reports.
 void* open_first(std::initializer_list<const char*> names) {
   for (const char* name : names) {
-    if (void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return h;
+    if (void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE)) return h;
   }
   return nullptr;
 }
