@@ -133,8 +133,8 @@ std::unique_ptr<CudaModule> CudaModule::build(
   char name[256] = {};
   s.check(a.cuDeviceGetName(name, sizeof name, s.device), "cuDeviceGetName");
   int major = 0, minor = 0;
-  s.check(a.cuDeviceGetAttribute(&major, 75, s.device), "compute capability");  // MAJOR
-  s.check(a.cuDeviceGetAttribute(&minor, 76, s.device), "compute capability");  // MINOR
+  s.check(a.cuDeviceGetAttribute(&major, cuda::kAttrCcMajor, s.device), "compute capability");
+  s.check(a.cuDeviceGetAttribute(&minor, cuda::kAttrCcMinor, s.device), "compute capability");
   std::string arch = fmt::format("sm_{}{}", major, minor);
   CudaArtifacts artifacts = build_cuda_artifacts(m->plan_, arch, on_compile);
   if (info) *info = {name, arch, artifacts};

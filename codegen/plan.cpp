@@ -85,9 +85,23 @@ std::pair<double, double> precision_tolerance(ir::DType precision) {
   }
 }
 
+namespace {
+
+bool is_precision(ir::DType t) {
+  return t == ir::DType::f32 || t == ir::DType::f16 || t == ir::DType::bf16;
+}
+
+}  // namespace
+
+ir::DType parse_precision(const std::string& name) {
+  auto t = ir::parse_dtype(name);
+  if (!t || !is_precision(*t))
+    throw Error("precision '" + name + "': expected f32, f16 or bf16", Error::Kind::BadInput);
+  return *t;
+}
+
 KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
-  if (options.precision != ir::DType::f32 && options.precision != ir::DType::f16 &&
-      options.precision != ir::DType::bf16)
+  if (!is_precision(options.precision))
     throw Error(fmt::format("codegen: precision {}: expected f32, f16 or bf16",
                             ir::dtype_name(options.precision)),
                 Error::Kind::BadInput);

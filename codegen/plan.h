@@ -73,6 +73,9 @@ struct PlanOptions {
   ir::DType precision = ir::DType::f32;  // f32, f16 or bf16
 };
 
+// "f32", "f16" or "bf16" as a precision; Error (BadInput) naming the text otherwise.
+ir::DType parse_precision(const std::string& name);
+
 // The tolerance (rtol, atol) at which a plan's outputs are checked against the f32 model's:
 // 1e-3/1e-4 at f32, wider where stored tensors are rounded to 16 bits (measured on the shared
 // models, README).

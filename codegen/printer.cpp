@@ -255,9 +255,13 @@ class Writer {
   // so fewer of them make OpenMP worth it.
   std::string cpu_function(const std::string& name, const std::string& head, ValueId output,
                            const std::string& items, bool heavy, std::string& functions);
-  // A stage function's parameters (the dims, then each buffer the body used, the output first)
-  // and its call's arguments; and the prologue that names the dims d0, d1, ...
-  std::pair<std::string, std::string> parameters(ValueId output) const;
+  // A stage function's parameters (the dims, then each buffer the body used, the output first),
+  // its call's arguments and their addresses (for a launch through a table, as
+  // cuLaunchKernel takes them); and the prologue that names the dims d0, d1, ...
+  struct Parameters {
+    std::string signature, args, addresses;
+  };
+  Parameters parameters(ValueId output) const;
   std::string dims_prologue() const;
   // Clears what a stage body accumulates (text, buffers used, cached subexpressions, names).
   void begin_body();
@@ -1158,20 +1162,20 @@ std::string Writer::body_gemm_epilogue(const Stage& s) {
   return numel(out);
 }
 
-std::pair<std::string, std::string> Writer::parameters(ValueId output) const {
+Writer::Parameters Writer::parameters(ValueId output) const {
   std::vector<ValueId> params = {output};
   for (ValueId v : used_)
     if (v != output) params.push_back(v);
-  std::string sig = "EqfDims D";
-  std::string args = "D";
+  Parameters r{"EqfDims D", "D", "&D"};
   for (ValueId v : params) {
     std::string t = buffer_type(v);
     std::string p = fmt::format("p{}", plan_.buffer_of.at(v));
-    sig += v == output ? fmt::format(", {}* __restrict__ {}", t, p)
-                       : fmt::format(", const {}* __restrict__ {}", t, p);
-    args += ", " + p;
+    r.signature += v == output ? fmt::format(", {}* __restrict__ {}", t, p)
+                               : fmt::format(", const {}* __restrict__ {}", t, p);
+    r.args += ", " + p;
+    r.addresses += ", &" + p;
   }
-  return {sig, args};
+  return r;
 }
 
 std::string Writer::dims_prologue() const {
@@ -1185,13 +1189,13 @@ std::string Writer::cpu_function(const std::string& name, const std::string& hea
                                  const std::string& items, bool heavy, std::string& functions) {
   std::string body = std::move(out_);
   used_.insert(output);
-  auto [sig, args] = parameters(output);
-  functions += head + fmt::format("static void {}({}) {{\n{}  const int64_t n = {};\n", name, sig,
-                                  dims_prologue(), items);
+  Parameters params = parameters(output);
+  functions += head + fmt::format("static void {}({}) {{\n{}  const int64_t n = {};\n", name,
+                                  params.signature, dims_prologue(), items);
   functions += std::string("#pragma omp parallel for schedule(static) if (n > 1 && n * ") +
                (heavy ? "64" : "1") + " >= 32768)\n";
   functions += "  for (int64_t i = 0; i < n; ++i) {\n" + body + "  }\n}\n\n";
-  return args;
+  return params.args;
 }
 
 void Writer::begin_body() {
@@ -1293,11 +1297,12 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   }
   std::string body = std::move(out_);
   used_.insert(s.output);
-  auto [sig, args] = parameters(s.output);
+  Parameters params = parameters(s.output);
   std::string dims = dims_prologue();
   {
-    functions += head + fmt::format("{}__global__ void {}({}) {{\n{}  const int64_t n = {};\n",
-                                    hosted_ ? "extern \"C\" " : "", name, sig, dims, items);
+    functions +=
+        head + fmt::format("{}__global__ void {}({}) {{\n{}  const int64_t n = {};\n",
+                           hosted_ ? "extern \"C\" " : "", name, params.signature, dims, items);
     if (warp_rows_)  // a warp per item; the loop bound is the same for the warp's 32 lanes
       functions +=
           "  const int lane = threadIdx.x & 31;\n"
@@ -1309,20 +1314,14 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
           "  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
           "       i += (int64_t)gridDim.x * blockDim.x) {\n" +
           body + "  }\n}\n\n";
-    std::string launch;
-    if (hosted_) {  // EqfHost::launch takes the addresses of the arguments, as cuLaunchKernel
-      std::string addresses = "&" + args;
-      for (size_t at = addresses.find(", "); at != std::string::npos;
-           at = addresses.find(", ", at + 3))
-        addresses.insert(at + 2, "&");
-      launch = fmt::format(
-          "if (n > 0) {{\n      void* a[] = {{{}}};\n"
-          "      if (H->launch(H->ctx, \"{}\", eqf_grid(n * {}), 256, a)) return -1;\n    }}",
-          addresses, name, warp_rows_ ? 32 : 1);
-    } else {
-      launch = fmt::format("if (n > 0) {}<<<eqf_grid(n * {}), 256, 0, st>>>({});", name,
-                           warp_rows_ ? 32 : 1, args);
-    }
+    std::string launch =
+        hosted_ ? fmt::format(
+                      "if (n > 0) {{\n      void* a[] = {{{}}};\n"
+                      "      if (H->launch(H->ctx, \"{}\", eqf_grid(n * {}), 256, a)) return -1;\n"
+                      "    }}",
+                      params.addresses, name, warp_rows_ ? 32 : 1)
+                : fmt::format("if (n > 0) {}<<<eqf_grid(n * {}), 256, 0, st>>>({});", name,
+                              warp_rows_ ? 32 : 1, params.args);
     calls += fmt::format("  {{\n    {}const int64_t n = {};\n    {}\n  }}\n",
                          library.empty() ? record_event(index) + "\n    " : "", items, launch);
   }

@@ -97,10 +97,6 @@ extern "C" __global__ void eq_fma256(const float* __restrict__ x, float* __restr
 )";
 constexpr int kFmaPerElement = 256;
 
-constexpr int kAttrSmCount = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-constexpr int kAttrCcMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-constexpr int kAttrCcMinor = 76;
-
 // GPU 0's primary context, the benchmark kernels compiled for it, and timing with events.
 class Session {
  public:
@@ -109,10 +105,11 @@ class Session {
     char name[256] = {};
     check_cuda(api_, api_.cuDeviceGetName(name, sizeof name, device_), "cuDeviceGetName");
     name_ = name;
-    check_cuda(api_, api_.cuDeviceGetAttribute(&sm_count_, kAttrSmCount, device_), "SM count");
+    check_cuda(api_, api_.cuDeviceGetAttribute(&sm_count_, cuda::kAttrSmCount, device_),
+               "SM count");
     int major = 0, minor = 0;
-    check_cuda(api_, api_.cuDeviceGetAttribute(&major, kAttrCcMajor, device_), "capability");
-    check_cuda(api_, api_.cuDeviceGetAttribute(&minor, kAttrCcMinor, device_), "capability");
+    check_cuda(api_, api_.cuDeviceGetAttribute(&major, cuda::kAttrCcMajor, device_), "capability");
+    check_cuda(api_, api_.cuDeviceGetAttribute(&minor, cuda::kAttrCcMinor, device_), "capability");
     check_cuda(api_, api_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
     check_cuda(api_, api_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
     std::string ptx = cuda::nvrtc_compile(*api_.nvrtc, kKernelSource, "eqfuse_calibrate.cu",

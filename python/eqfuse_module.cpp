@@ -157,14 +157,10 @@ std::vector<std::pair<std::string, py::array>> run(const py::object& model, cons
   if (backend != "interpreter" && backend != "cpu" && backend != "cuda")
     throw Error("backend='" + backend + "': expected interpreter, cpu or cuda");
   codegen::PlanOptions plan_options;
-  auto stored = ir::parse_dtype(precision);
-  if (!stored ||
-      (*stored != ir::DType::f32 && *stored != ir::DType::f16 && *stored != ir::DType::bf16))
-    throw Error("precision='" + precision + "': expected f32, f16 or bf16");
-  if (*stored != ir::DType::f32 && backend == "interpreter")
+  plan_options.precision = codegen::parse_precision(precision);
+  if (plan_options.precision != ir::DType::f32 && backend == "interpreter")
     throw Error("precision='" + precision +
                 "' applies to generated code: use backend='cpu' or 'cuda'");
-  plan_options.precision = *stored;
   LoadedModel loaded = load_model(model);
   std::vector<frontend::NamedTensor> given;
   for (auto [key, value] : inputs) {

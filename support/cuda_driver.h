@@ -109,6 +109,11 @@ std::unique_ptr<CudaApi> load_cuda(std::string* why);
 // Throws Error(Unsupported) naming `what` when `result` is not CUDA_SUCCESS.
 void check_cuda(const CudaApi& api, CUresult result, const char* what);
 
+// CUdevice_attribute values eqfuse reads.
+inline constexpr int kAttrSmCount = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+inline constexpr int kAttrCcMajor = 75;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+inline constexpr int kAttrCcMinor = 76;  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+
 // cudaDataType of an ONNX element type code (1 f32, 10 f16, 16 bf16); -1 for others.
 int cuda_data_type(int onnx_code);
 inline constexpr int kCublasCompute32F = 68;   // CUBLAS_COMPUTE_32F

@@ -73,7 +73,7 @@ int run_compile(const CompileArgs& a) {
     throw Error("--target " + a.target + ": expected cuda or cpu");
   tree.cuda_arch = a.arch;
   codegen::PlanOptions plan_options;
-  plan_options.precision = parse_precision(a.precision);
+  plan_options.precision = codegen::parse_precision(a.precision);
   auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

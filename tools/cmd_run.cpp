@@ -56,7 +56,7 @@ int run_model(RunOptions opt) {
     throw Error("give inputs either with --test-data or with --input, not both");
   }
   codegen::PlanOptions plan_options;
-  plan_options.precision = parse_precision(opt.precision);
+  plan_options.precision = codegen::parse_precision(opt.precision);
   const bool lowered = plan_options.precision != ir::DType::f32;
   if (lowered && opt.backend == "interpreter")
     throw Error("--precision " + opt.precision +

@@ -11,13 +11,6 @@
 
 namespace eqfuse::tools {
 
-ir::DType parse_precision(const std::string& name) {
-  auto t = ir::parse_dtype(name);
-  if (!t || (*t != ir::DType::f32 && *t != ir::DType::f16 && *t != ir::DType::bf16))
-    throw Error("--precision " + name + ": expected f32, f16 or bf16");
-  return *t;
-}
-
 std::string PrecisionCheck::str() const {
   std::string what = fmt::format(
       "precision {}: f32 weights and intermediates stored as {}, arithmetic in f32 (an "

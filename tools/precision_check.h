@@ -14,9 +14,6 @@
 
 namespace eqfuse::tools {
 
-// "f32", "f16" or "bf16" as a DType; Error (exit 2) naming the option otherwise.
-ir::DType parse_precision(const std::string& name);
-
 struct PrecisionCheck {
   ir::DType precision = ir::DType::f32;
   bool checked = false;

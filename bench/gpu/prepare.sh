@@ -20,6 +20,25 @@ models="pointwise_chain:4096:1 mlp_block:64:1 attention_block:64:1 bert_tiny:64:
 resnet18:64:1 bert_tiny_op13:64:4 vit_tiny:64:4 squeezenet1_1:64:4 mobilenet_v2:64:4"
 carry_weights_limit=$((24 * 1024 * 1024))  # larger weights are seeded on the GPU instead
 : > "$out/models.txt"
+
+# The C++ twin of a model (compile flags given) run once at the bench's seeded weights and
+# inputs (batch 1, seed 1), its inputs and outputs written as a test-data set into DIR.
+#   seeded_twin_outputs SRC DIR FLAGS...
+seeded_twin_outputs() {
+  local src=$1 dir=$2
+  shift 2
+  local twin
+  twin=$(mktemp -d "$out/twin.XXXXXX")
+  "$eqfuse" compile "$src/model.onnx" --target cpu --out "$twin" "$@" >/dev/null
+  rm -f "$twin/weights.bin"
+  c++ -std=c++17 -O3 -fopenmp -fPIC -shared -o "$twin/libeqfuse_model.so" "$twin/kernels.cpp"
+  c++ -std=c++17 -O2 -o "$twin/bench" "$twin/bench.cpp" -L"$twin" -leqfuse_model \
+    -Wl,-rpath,'$ORIGIN'
+  mkdir -p "$dir"
+  dir=$(realpath "$dir")
+  (cd "$twin" && ./bench --dim batch=1 --seed 1 --runs 1 --write-outputs "$dir" >/dev/null)
+  rm -rf "$twin"
+}
 for entry in $models; do
   IFS=: read -r m large part <<< "$entry"
   flags=()
@@ -45,16 +64,9 @@ for entry in $models; do
   for set in "$src"/test_data_set_*; do cp -r "$set" "$out/$m/"; done
   if [ -f "$out/$m/weights.bin" ] && [ "$(stat -c %s "$out/$m/weights.bin")" -gt "$carry_weights_limit" ]; then
     # Check the GPU at seeded weights against the C++ twin at the same seed and inputs.
-    "$eqfuse" compile "$src/model.onnx" --target cpu --out "$out/$m.twin" "${flags[@]}" >/dev/null
-    rm -f "$out/$m.twin/weights.bin" "$out/$m/weights.bin"
+    rm -f "$out/$m/weights.bin"
     rm -rf "$out/$m"/test_data_set_*
-    c++ -std=c++17 -O3 -fopenmp -fPIC -shared -o "$out/$m.twin/libeqfuse_model.so" "$out/$m.twin/kernels.cpp"
-    c++ -std=c++17 -O2 -o "$out/$m.twin/bench" "$out/$m.twin/bench.cpp" -L"$out/$m.twin" \
-      -leqfuse_model -Wl,-rpath,'$ORIGIN'
-    mkdir -p "$out/$m/seeded_set_0"
-    (cd "$out/$m.twin" && ./bench --dim batch=1 --seed 1 --runs 1 \
-      --write-outputs "../$m/seeded_set_0" >/dev/null)
-    rm -rf "$out/$m.twin"
+    seeded_twin_outputs "$src" "$out/$m/seeded_set_0" "${flags[@]}"
   fi
   if [ "$part" = 1 ]; then
     # The --precision bf16 tree (part 2): seeded weights, checked against the bf16 twin's
@@ -63,16 +75,7 @@ for entry in $models; do
       "${flags[@]}" --json > "$out/$m.bf16.compile.json" || echo "   skipped: the bf16 build failed"
     if [ -d "$out/$m.bf16" ]; then
       rm -f "$out/$m.bf16/weights.bin"
-      "$eqfuse" compile "$src/model.onnx" --target cpu --precision bf16 --out "$out/$m.twin16" \
-        "${flags[@]}" >/dev/null
-      rm -f "$out/$m.twin16/weights.bin"
-      c++ -std=c++17 -O3 -fopenmp -fPIC -shared -o "$out/$m.twin16/libeqfuse_model.so" "$out/$m.twin16/kernels.cpp"
-      c++ -std=c++17 -O2 -o "$out/$m.twin16/bench" "$out/$m.twin16/bench.cpp" -L"$out/$m.twin16" \
-        -leqfuse_model -Wl,-rpath,'$ORIGIN'
-      mkdir -p "$out/$m.bf16/seeded_set_0"
-      (cd "$out/$m.twin16" && ./bench --dim batch=1 --seed 1 --runs 1 \
-        --write-outputs "../$m.bf16/seeded_set_0" >/dev/null)
-      rm -rf "$out/$m.twin16"
+      seeded_twin_outputs "$src" "$out/$m.bf16/seeded_set_0" "${flags[@]}" --precision bf16
     fi
   fi
   echo "$m $large $part" >> "$out/models.txt"

@@ -278,6 +278,12 @@ def device_name():
         return "unknown"
 
 
+def numerics_ok(m):
+    """Whether every numerics check of a model's run matched (None: none ran, or one failed to)."""
+    matches = [c["match"] for c in m.get("checks", [])]
+    return None if not matches or None in matches else all(matches)
+
+
 def merge(args):
     merged = {"parts": []}
     for p in (1, 2, 3, 4):
@@ -298,8 +304,7 @@ def merge(args):
     print("|---|---|---|---|---|---|---|---|---|---|")
     for part in merged["parts"]:
         for m in part["models"]:
-            matches = [c["match"] for c in m.get("checks", [])]
-            ok = None if not matches or None in matches else all(matches)
+            ok = numerics_ok(m)
             for b in (1, m["large_batch"]):
                 r = m.get(f"b{b}")
                 if not isinstance(r, dict):
@@ -318,8 +323,7 @@ def merge(args):
     print("|---|---|---|---|---|---|---|---|")
     for part in merged["parts"]:
         for m in part.get("models_bf16", []):
-            matches = [c["match"] for c in m.get("checks", [])]
-            ok = None if not matches or None in matches else all(matches)
+            ok = numerics_ok(m)
             for b in (1, m["large_batch"]):
                 r = m.get(f"b{b}")
                 if not isinstance(r, dict):
