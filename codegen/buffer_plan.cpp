@@ -28,6 +28,17 @@ BufferPlan plan_buffers(const std::vector<Lifetime>& values) {
   for (size_t v : order) {
     const Lifetime& life = values[v];
     ir::SymInt need = aligned(life.bytes);
+    // In place over the value it reuses, when that value is the latest in its slot and the slot
+    // surely holds this one.
+    if (life.reuses) {
+      size_t s = plan.slot_of[*life.reuses];
+      if (values[*life.reuses].last == life.first && busy_until[s] == life.first &&
+          surely_at_least(plan.slot_bytes[s], need)) {
+        busy_until[s] = life.last;
+        plan.slot_of[v] = s;
+        continue;
+      }
+    }
     // Best free slot: the same size, else one surely large enough, else one it surely outgrows.
     std::optional<size_t> equal, larger, smaller;
     for (size_t s = 0; s < plan.slot_bytes.size(); ++s) {
@@ -94,7 +105,11 @@ std::optional<std::string> check_buffer_plan(const BufferPlan& plan,
     for (size_t w = v + 1; w < values.size(); ++w) {
       if (plan.slot_of[w] != s) continue;
       bool disjoint = values[v].last < values[w].first || values[w].last < values[v].first;
-      if (!disjoint)
+      auto in_place = [&](size_t a, size_t b) {  // b takes a's slot at a's last stage
+        return values[b].reuses == a && values[a].last == values[b].first &&
+               values[a].first < values[b].first;
+      };
+      if (!disjoint && !in_place(v, w) && !in_place(w, v))
         return fmt::format("values {} and {} are live together (stages {}-{} and {}-{}) in slot {}",
                            v, w, values[v].first, values[v].last, values[w].first, values[w].last,
                            s);

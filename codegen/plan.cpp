@@ -42,6 +42,49 @@ ir::SymInt byte_size(const ir::Graph& g, ValueId v, ir::DType stored) {
   return n;
 }
 
+// Whether input k of pointwise node n is read at the element n writes: layout ops that keep the
+// row-major linear index, and elementwise operands of the output's own shape (not broadcast).
+bool reads_at_own_element(const ir::Graph& g, const ir::Node& n, size_t k) {
+  static const std::set<std::string, std::less<>> kSameIndex = {"Reshape",   "Flatten",  "Squeeze",
+                                                                "Unsqueeze", "Identity", "Dropout"};
+  if (kSameIndex.count(n.op_type)) return k == 0;
+  if (!n.def || (!n.def->scalar && !n.def->scalar_for_node)) return false;
+  const ir::TensorType& in = g.value(n.inputs[k]).type;
+  const ir::TensorType& out = g.value(n.outputs[0]).type;
+  if (!in.shape.has_rank() || !out.shape.has_rank() || in.shape.rank() != out.shape.rank())
+    return false;
+  for (size_t d = 0; d < in.shape.rank(); ++d)
+    if (!(in.shape[d].sym() == out.shape[d].sym())) return false;
+  return true;
+}
+
+// Whether the pointwise stage of `root` reads `target` only at the element it writes: every path
+// of recomputed values from the stage's output down to `target` keeps the element's index.
+bool stage_reads_only_own_element(const ir::Graph& g, NodeId root, ValueId target,
+                                  const std::vector<bool>& materialized) {
+  std::set<std::pair<ValueId, bool>> seen;  // (value, read at the written element)
+  std::vector<std::pair<ValueId, bool>> todo;
+  auto push_inputs = [&](const ir::Node& n, bool aligned) {
+    for (size_t k : data_inputs(n))
+      if (k < n.inputs.size() && n.inputs[k] != ir::kNoValue)
+        todo.push_back({n.inputs[k], aligned && reads_at_own_element(g, n, k)});
+  };
+  push_inputs(g.node(root), true);
+  while (!todo.empty()) {
+    auto [v, aligned] = todo.back();
+    todo.pop_back();
+    if (!seen.insert({v, aligned}).second) continue;
+    if (v == target) {
+      if (!aligned) return false;
+      continue;
+    }
+    const ir::Value& val = g.value(v);
+    if (materialized[v] || val.producer == ir::kNoNode) continue;
+    push_inputs(g.node(val.producer), aligned);
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string_view stage_kind_name(StageKind kind) {
@@ -300,7 +343,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
     if (plan.buffers[b].storage != Storage::Arena) continue;
     life_of[plan.buffers[b].value] = lives.size();
-    lives.push_back({0, 0, plan.buffers[b].bytes});
+    lives.push_back({0, 0, plan.buffers[b].bytes, std::nullopt});
     arena_buffers.push_back(b);
   }
   for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -312,9 +355,31 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     for (ValueId v : plan.stages[i].reads)
       if (auto it = life_of.find(v); it != life_of.end())
         lives[it->second].last = std::max(lives[it->second].last, i);
+  // In place: a pointwise stage may write over a value of its size that it reads for the last
+  // time, only at the element it writes.
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const Stage& s = plan.stages[i];
+    auto out = life_of.find(s.output);
+    if (s.kind != StageKind::Pointwise || s.node == ir::kNoNode || out == life_of.end()) continue;
+    const Buffer& ob = *plan.buffer(s.output);
+    for (ValueId r : s.reads) {
+      auto in = life_of.find(r);
+      if (in == life_of.end() || lives[in->second].last != i) continue;
+      const Buffer& rb = *plan.buffer(r);
+      if (!(rb.bytes == ob.bytes) || ir::dtype_size(rb.dtype) != ir::dtype_size(ob.dtype) ||
+          !stage_reads_only_own_element(g, s.node, r, mat))
+        continue;
+      lives[out->second].reuses = in->second;
+      break;
+    }
+  }
   plan.arena = plan_buffers(lives);
   for (size_t k = 0; k < arena_buffers.size(); ++k)
     plan.buffers[arena_buffers[k]].index = plan.arena.slot_of[k];
+  for (size_t k = 0; k < arena_buffers.size(); ++k)
+    if (auto r = lives[k].reuses; r && plan.arena.slot_of[k] == plan.arena.slot_of[*r])
+      plan.stages[lives[k].first].in_place_of = plan.buffers[arena_buffers[*r]].value;
+  plan.lifetimes = std::move(lives);
   return plan;
 }
 

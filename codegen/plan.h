@@ -44,6 +44,9 @@ struct Stage {
   ir::ValueId source = 0;          // copies only (an output that is an input or a weight)
   size_t step = 0;                 // the top-level node it belongs to
   std::vector<ir::ValueId> reads;  // materialized values it reads
+  // A value it reads for the last time, only at the element it writes, whose arena slot it
+  // writes over (buffer_plan.h); generated code then drops `restrict` on the pair.
+  std::optional<ir::ValueId> in_place_of;
 };
 
 // One node of the optimized graph: a fused kernel or a plain op, lowered to stages.
@@ -91,7 +94,8 @@ struct KernelPlan {
   std::map<ir::ValueId, size_t> buffer_of;  // materialized value -> buffers index
   std::vector<ir::ValueId> weights;         // in blob order
   uint64_t weight_bytes = 0;
-  BufferPlan arena;  // slots of the Arena buffers, by liveness
+  BufferPlan arena;                 // slots of the Arena buffers, by liveness
+  std::vector<Lifetime> lifetimes;  // what `arena` was planned from, per Arena buffer in order
 
   const Buffer* buffer(ir::ValueId v) const {
     auto it = buffer_of.find(v);

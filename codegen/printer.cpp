@@ -107,6 +107,7 @@ class Writer {
   int counter_ = 0;
   std::vector<std::unordered_map<std::string, std::string>> scopes_;
   std::set<ValueId> used_;
+  std::optional<ValueId> in_place_;  // the stage's Stage::in_place_of
 
   void line(const std::string& s) { out_ += std::string(size_t(depth_) * 2, ' ') + s + "\n"; }
   std::string fresh(const char* prefix) { return prefix + std::to_string(counter_++); }
@@ -1170,8 +1171,10 @@ Writer::Parameters Writer::parameters(ValueId output) const {
   for (ValueId v : params) {
     std::string t = buffer_type(v);
     std::string p = fmt::format("p{}", plan_.buffer_of.at(v));
-    r.signature += v == output ? fmt::format(", {}* __restrict__ {}", t, p)
-                               : fmt::format(", const {}* __restrict__ {}", t, p);
+    // A stage writing in place over one of its operands: the two pointers alias.
+    const char* restrict = in_place_ && (v == output || v == *in_place_) ? "" : " __restrict__";
+    r.signature += v == output ? fmt::format(", {}*{} {}", t, restrict, p)
+                               : fmt::format(", const {}*{} {}", t, restrict, p);
     r.args += ", " + p;
     r.addresses += ", &" + p;
   }
@@ -1210,6 +1213,7 @@ void Writer::begin_body() {
 void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const Stage& s = plan_.stages[index];
   begin_body();
+  in_place_ = s.in_place_of;
   std::string items;
   bool rows_form = false;
   warp_rows_ =
@@ -1278,8 +1282,10 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   }
   const ir::Value& ov = g_.value(s.output);
   std::string what = s.node == ir::kNoNode ? "copy" : g_.node(s.node).op_type;
-  std::string head = fmt::format("// stage {}: {} {} -> '{}' {}\n", index, stage_kind_name(s.kind),
-                                 what, ov.name, ov.type.str());
+  std::string head = fmt::format(
+      "// stage {}: {} {} -> '{}' {}{}\n", index, stage_kind_name(s.kind), what, ov.name,
+      ov.type.str(),
+      s.in_place_of ? fmt::format(", in place over '{}'", g_.value(*s.in_place_of).name) : "");
   std::string name = fmt::format("s{}", index);
   if (target_ == Target::Cpu) {
     std::string own;

@@ -61,7 +61,21 @@ ir::OpWork estimated_work(ir::FusionClass fusion, const std::vector<ir::TensorTy
 }  // namespace
 
 CostModel::CostModel(DeviceProfile profile, CostOptions options)
-    : profile_(std::move(profile)), options_(std::move(options)) {}
+    : profile_(std::move(profile)), options_(std::move(options)) {
+  ir::DType p = options_.precision;
+  if (p != ir::DType::f32 && p != ir::DType::f16 && p != ir::DType::bf16)
+    throw Error(std::string("cost model: precision ") + std::string(ir::dtype_name(p)) +
+                    ": expected f32, f16 or bf16",
+                Error::Kind::BadInput);
+}
+
+ir::DType CostModel::stored_dtype(ir::DType t) const {
+  return t == ir::DType::f32 ? options_.precision : t;
+}
+
+double CostModel::stored_bytes(const ir::TensorType& t) const {
+  return numel(t) * ir::dtype_size(stored_dtype(t.dtype));
+}
 
 double CostModel::peak_for(ir::FusionClass fusion, ir::DType dtype) const {
   const DeviceProfile& p = profile_;
@@ -164,12 +178,17 @@ NodeCost CostModel::node_cost(const ir::OpContext& ctx,
     // A body that cannot be instantiated at the bound shapes (the default binding of a dim may
     // be one the model's reshapes do not allow, seq = 1 against a Reshape to (4, seq/4)) is
     // priced as an opaque op of the same traffic: the estimate of what the model cannot count.
+    // The body keeps the model's types: each of its ops applies the precision itself.
     try {
       return fused_body_cost(bound, outs);
     } catch (const Error&) {
       return opaque_cost(ir::kKernelOp, inputs, outs);
     }
   }
+  // What memory holds under the precision: the work counts bytes from these types.
+  for (ir::TensorType& t : storage) t.dtype = stored_dtype(t.dtype);
+  for (ir::TensorType& t : inputs) t.dtype = stored_dtype(t.dtype);
+  for (ir::TensorType& t : outs) t.dtype = stored_dtype(t.dtype);
   ir::FusionClass fusion = ctx.def.fusion;
   ir::OpWork w = ctx.def.work ? ctx.def.work(bound, outs) : estimated_work(fusion, inputs, outs);
   ir::DType dtype =
@@ -189,8 +208,8 @@ NodeCost CostModel::opaque_cost(const std::string& op_type,
   if (folds_into_indexing(op_type)) return NodeCost{};
   DimBindings bindings{&options_.dim_bindings, options_.default_dim};
   double bytes = 0;
-  for (const ir::TensorType& t : inputs) bytes += bound_bytes(t, bindings);
-  for (const ir::TensorType& t : outputs) bytes += bound_bytes(t, bindings);
+  for (const auto* types : {&inputs, &outputs})
+    for (const ir::TensorType& t : *types) bytes += stored_bytes(bind_type(t, bindings));
   return kernel_cost(0, bytes, profile_.fp32, profile_.efficiency.opaque);
 }
 
@@ -213,8 +232,8 @@ NodeCost CostModel::fused_body_cost(const ir::OpContext& bound,
     compute += c.compute_seconds;
   }
   for (const ir::TensorType* t : bound.input_types)
-    if (t) bytes += numel(*t) * ir::dtype_size(t->dtype);
-  bytes += bytes_of(outputs);
+    if (t) bytes += stored_bytes(*t);
+  for (const ir::TensorType& t : outputs) bytes += stored_bytes(t);
   NodeCost c = kernel_cost(0, bytes, profile_.fp32, 1.0);
   c.flops = flops;
   c.compute_seconds = compute;

@@ -29,6 +29,13 @@
 // No figure beats the device's physical limits: every efficiency is <= 1 (checked at load), so
 // time >= FLOPs / peak and time >= bytes / bandwidth always.
 //
+// Precision (`CostOptions::precision`, codegen's `--precision`): generated code then stores f32
+// tensors at 16 bits and computes in f32. The model prices that: every f32 tensor an op reads or
+// writes counts at the precision's size, and contractions over such operands run at its
+// tensor-core peak; other arithmetic stays at the FP32 peak. A model's inputs and outputs stay
+// f32 in generated code; a node does not know it touches them, so the first and last kernels are
+// priced a little low.
+//
 // Symbolic dims: costs need static shapes. A symbolic dim named in `dim_bindings` takes that
 // size; any other symbolic or unknown dim takes `default_dim` (1: a batch of one, the latency
 // case). An unranked tensor counts as one element.
@@ -81,6 +88,7 @@ struct CostOptions {
   bool allow_tf32 = false;                      // f32 contractions may use TF32 tensor cores
   std::map<std::string, int64_t> dim_bindings;  // symbolic dim name -> size
   int64_t default_dim = 1;                      // any other symbolic or unknown dim
+  ir::DType precision = ir::DType::f32;         // what f32 tensors are stored at: f32, f16 or bf16
 };
 
 // What a fused kernel does, for fused_kernel_cost: its FLOPs, the HBM bytes of its own inputs
@@ -121,6 +129,9 @@ class CostModel {
   // The FLOP/s peak for arithmetic of `fusion` class on `dtype` data.
   double peak_for(ir::FusionClass fusion, ir::DType dtype) const;
   double efficiency_for(ir::FusionClass fusion) const;
+  // What memory holds for a tensor of type `t` under the precision, and its bytes (bound type).
+  ir::DType stored_dtype(ir::DType t) const;
+  double stored_bytes(const ir::TensorType& t) const;
 
  private:
   // A Kernel node (ir/kernel_body.h): one launch, the HBM bytes of its own inputs and outputs,

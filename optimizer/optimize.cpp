@@ -130,6 +130,8 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
 
   cost::CostOptions cost_options;
   cost_options.dim_bindings = options.dim_bindings;
+  cost_options.precision = options.precision;
+  report.precision = ir::dtype_name(options.precision);
   cost::CostModel model(cost::DeviceProfile::load(options.device), cost_options);
   report.kernels_before = count_kernels(graph);
   report.ops_before = launching_ops(graph);

@@ -30,6 +30,9 @@ namespace eqfuse::optimizer {
 struct OptimizeOptions {
   std::string device = "h200";                  // builtin profile name or a JSON file
   std::map<std::string, int64_t> dim_bindings;  // symbolic dims for the cost model only
+  // The type code generation will store f32 tensors at (`compile --precision`): the cost model
+  // prices their traffic at it (cost/cost_model.h). The graph itself stays f32.
+  ir::DType precision = ir::DType::f32;
   // Rule files to use instead of the library (each rule proved before use).
   std::vector<std::string> rule_files;
   // Saturation limits; the defaults end every shared model on the iteration or node limit.
@@ -76,6 +79,7 @@ struct OptimizeReport {
   // Before and after
   size_t kernels_before = 0, kernels_after = 0;
   double predicted_ms_before = 0, predicted_ms_after = 0;
+  std::string precision = "f32";  // the storage the predictions assume (OptimizeOptions)
   std::map<std::string, size_t> ops_before, ops_after;  // launching ops by type
   size_t shape_specs_made_constant = 0;  // Reshapes of computed shapes (ir/constant_shape_specs.h)
   size_t weights_folded = 0;             // weight-only nodes computed at optimize time

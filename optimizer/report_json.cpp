@@ -10,6 +10,7 @@ nlohmann::json report_json(const OptimizeReport& r) {
       {"kernels_after", r.kernels_after},
       {"predicted_ms_before", r.predicted_ms_before},
       {"predicted_ms_after", r.predicted_ms_after},
+      {"precision", r.precision},
       {"ops_before", r.ops_before},
       {"ops_after", r.ops_after},
       {"seconds", r.seconds},

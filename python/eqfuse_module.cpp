@@ -127,9 +127,11 @@ py::tuple optimize(const py::object& model, const std::string& device,
                    const std::map<std::string, int64_t>& dims,
                    const std::vector<std::string>& rules, double time_limit, size_t node_limit,
                    size_t iter_limit, const std::string& extract,
-                   const std::vector<std::string>& phases, bool verify) {
+                   const std::vector<std::string>& phases, bool verify,
+                   const std::string& precision) {
   optimizer::OptimizeOptions options;
   options.device = device;
+  options.precision = codegen::parse_precision(precision);
   options.dim_bindings = dims;
   options.rule_files = rules;
   options.seconds = time_limit;
@@ -222,7 +224,7 @@ PYBIND11_MODULE(_eqfuse, m) {
   });
   m.def("optimize", &optimize, py::arg("model"), py::arg("device"), py::arg("dims"),
         py::arg("rules"), py::arg("time_limit"), py::arg("node_limit"), py::arg("iter_limit"),
-        py::arg("extract"), py::arg("phases"), py::arg("verify"));
+        py::arg("extract"), py::arg("phases"), py::arg("verify"), py::arg("precision"));
   m.def("run", &run, py::arg("model"), py::arg("inputs"), py::arg("backend"), py::arg("precision"));
   m.def("check_rules", &check_rules, py::arg("files"), py::arg("text"), py::arg("jobs"),
         py::arg("use_cache"));

@@ -40,13 +40,15 @@ struct CompileArgs {
 };
 
 // The cost model's time for each kernel (top-level node) at batch 1 and 64 (every run-time dim
-// bound to that size), so a GPU run's per-stage times (bench/gpu/run.py) check the model.
+// bound to that size) at the plan's precision, so a GPU run's per-stage times (bench/gpu/run.py)
+// check the model.
 void write_predictions(const ir::Graph& graph, const codegen::KernelPlan& plan,
                        const std::string& device, const fs::path& file) {
   const std::vector<int64_t> sizes = {1, 64};
   std::vector<cost::GraphCost> costs;
   for (int64_t b : sizes) {
     cost::CostOptions o;
+    o.precision = plan.precision;
     for (const std::string& d : plan.dims) o.dim_bindings[d] = b;
     costs.push_back(cost::CostModel(cost::DeviceProfile::load(device), o).graph_cost(graph));
   }
@@ -86,6 +88,7 @@ int run_compile(const CompileArgs& a) {
   if (!a.no_optimize) {
     optimizer::OptimizeOptions opt;
     opt.device = a.device;
+    opt.precision = plan_options.precision;  // fusion is chosen at the traffic it will have
     ProgressLine line;
     graph =
         optimizer::optimize(graph, opt, [&line](const std::string& phase, const std::string& what) {

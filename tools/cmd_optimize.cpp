@@ -1,6 +1,7 @@
 // `eqfuse optimize MODEL -o OUT.onnx [--device NAME|FILE] [--dim NAME=VALUE...] [--rules FILE...]
 // [--time-limit S] [--node-limit N] [--iter-limit N] [--extract dag|ilp|greedy] [--ilp-time S]
-// [--phases algebra,fusion] [--sequential] [--report FILE.json] [--json] [--no-verify]
+// [--phases algebra,fusion] [--sequential] [--precision f32|f16|bf16] [--report FILE.json]
+// [--json] [--no-verify]
 // [--progress] [--explain]`: optimizes a model
 // (optimizer/optimize.h) and writes the result as ONNX. Prints a summary (kernels and predicted
 // ms before and after, stop reason, extraction, verification); --json puts the report on stdout
@@ -14,6 +15,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "codegen/plan.h"
 #include "frontend/onnx_export.h"
 #include "frontend/onnx_import.h"
 #include "optimizer/optimize.h"
@@ -27,7 +29,7 @@ namespace eqfuse::tools {
 namespace {
 
 struct OptimizeArgs {
-  std::string model, out, report, extract = "dag", phases = "algebra,fusion";
+  std::string model, out, report, extract = "dag", phases = "algebra,fusion", precision = "f32";
   bool sequential = false;
   std::vector<std::string> dims;
   bool json = false, no_verify = false, progress = false, explain = false;
@@ -68,8 +70,9 @@ void print_explanations(const optimizer::Explanations& why) {
 void print_summary(const optimizer::OptimizeReport& r, const std::string& out) {
   std::cout << fmt::format("{:<22} {:>10} {:>10}\n", "", "before", "after");
   std::cout << fmt::format("{:<22} {:>10} {:>10}\n", "kernels", r.kernels_before, r.kernels_after);
-  std::cout << fmt::format("{:<22} {:>10.4f} {:>10.4f}\n", "predicted ms", r.predicted_ms_before,
-                           r.predicted_ms_after);
+  std::cout << fmt::format("{:<22} {:>10.4f} {:>10.4f}\n",
+                           r.precision == "f32" ? "predicted ms" : "predicted ms at " + r.precision,
+                           r.predicted_ms_before, r.predicted_ms_after);
   std::cout << fmt::format("rules: {} proved ({} from the cache, {:.2f} s)\n", r.rules,
                            r.rules_from_cache, r.proof_seconds);
   std::cout << fmt::format(
@@ -115,6 +118,7 @@ int run_optimize(OptimizeArgs& args) {
   if (!method) fail("--extract '" + args.extract + "': expected dag, ilp or greedy");
   args.options.extraction.method = *method;
   args.options.dim_bindings = parse_dim_options(args.dims);
+  args.options.precision = codegen::parse_precision(args.precision);
   args.options.verify = !args.no_verify;
   std::vector<std::string> phases;
   for (size_t at = 0; at <= args.phases.size();) {
@@ -159,6 +163,9 @@ RegisterCommand optimize_command{
                       "device profile: a6000, a100, h100, h200, h200-calibrated or FILE.json "
                       "(default h200)");
        app.add_option("--dim", args->dims, "NAME=VALUE: a symbolic dim's size for the cost model");
+       app.add_option("--precision", args->precision,
+                      "f32 (default), f16 or bf16: price f32 tensors as `compile --precision` will "
+                      "store them (the graph stays f32)");
        app.add_option("--rules", args->options.rule_files,
                       "rule files to use instead of the library (each proved before use)");
        app.add_option("--time-limit", args->options.seconds, "saturation time limit in seconds")

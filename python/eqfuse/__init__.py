@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 def optimize(model, device="h200", dims=None, rules=None, time_limit=20.0, node_limit=50000,
              iter_limit=8, extract="dag", phases=("algebra", "fusion"), verify=True,
-             out=None):
+             out=None, precision="f32"):
     """Optimizes a model: proved rewrites and fusion in one e-graph, extraction by cost.
 
     device: a builtin profile (a6000, a100, h100, h200, h200-calibrated) or a JSON file.
@@ -31,6 +31,8 @@ def optimize(model, device="h200", dims=None, rules=None, time_limit=20.0, node_
     extract: "dag" (default), "ilp" or "greedy". phases: any of "algebra", "fusion".
     verify: run both graphs in the interpreter on random inputs and fail on a difference.
     out: also save the optimized model to this path.
+    precision: "f16" or "bf16" prices f32 tensors as run(..., precision=) stores them (the model
+    stays f32).
 
     Returns (onnx.ModelProto, report), the report as `eqfuse optimize --json` prints it.
     """
@@ -38,7 +40,7 @@ def optimize(model, device="h200", dims=None, rules=None, time_limit=20.0, node_
 
     data, report = _native.optimize(model, device, dict(dims or {}), list(rules or []),
                                     float(time_limit), int(node_limit), int(iter_limit),
-                                    extract, list(phases), bool(verify))
+                                    extract, list(phases), bool(verify), str(precision))
     proto = onnx.load_from_string(data)
     if out is not None:
         with open(_os.fspath(out), "wb") as f:

@@ -1,7 +1,9 @@
 // The C++ twin of every shared model against its test data (rtol 1e-3, atol 1e-4): the
 // original graph (one kernel per op) and the optimized one (fused kernels), the optimized one
 // also at --precision bf16 (at bf16's tolerance, codegen::precision_tolerance), and both test
-// sets of every dynamic-batch model from one build.
+// sets of every dynamic-batch model from one build. The arena plan of each is checked at several
+// bindings of its dims: no two live values share memory except a stage written in place over an
+// operand it reads for the last time.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -58,6 +60,17 @@ void check_every_value(const ir::Graph& original, const fs::path& set) {
   }
 }
 
+// The plan's arena at several bindings of its dims.
+void check_memory(const codegen::KernelPlan& plan) {
+  for (int64_t size : {1, 3, 64}) {
+    std::map<std::string, int64_t> dims;
+    for (const std::string& d : plan.dims) dims[d] = size;
+    auto why = codegen::check_buffer_plan(plan.arena, plan.lifetimes, dims);
+    INFO(why.value_or(""));
+    CHECK_FALSE(why.has_value());
+  }
+}
+
 bool has_weights(const ir::Graph& g) {
   for (ir::ValueId w : g.weights())
     if (g.value(w).external && !fs::exists(g.value(w).external->file)) return false;
@@ -79,6 +92,8 @@ TEST_CASE("the C++ twin of every shared model matches its test data, before and 
       optimizer::OptimizeOptions opt;
       opt.verify = false;  // the test data check is the verification here
       ir::Graph fused = optimizer::optimize(g, opt).graph;
+      check_memory(codegen::make_plan(g));
+      check_memory(codegen::make_plan(fused));
       check_against(*codegen::CpuModule::build(fused), fused, set);
       codegen::PlanOptions bf16;
       bf16.precision = ir::DType::bf16;
@@ -107,6 +122,7 @@ TEST_CASE("the C++ twin of every dynamic model matches both test sets from one b
       ir::Graph g = frontend::import_onnx(entry.path() / "model.onnx");
       if (std::getenv("EQFUSE_CODEGEN_LOCALIZE"))
         check_every_value(g, entry.path() / "test_data_set_0");
+      check_memory(codegen::make_plan(g));
       auto twin = codegen::CpuModule::build(g);
       for (const char* set : {"test_data_set_0", "test_data_set_1"})
         check_against(*twin, g, entry.path() / set);

@@ -92,4 +92,17 @@ TEST_CASE("cost --json on resnet18: total_ms and per-node name, op, ms, bound", 
   RunResult a100 = run("cost '" + resnet18() + "' --device a100 --json");
   REQUIRE(a100.exit_code == 0);
   CHECK(nlohmann::json::parse(a100.out)["total_ms"].get<double>() > j["total_ms"].get<double>());
+
+  // At bf16 storage every node moves fewer bytes and the model is predicted faster.
+  RunResult bf16 = run("cost '" + resnet18() + "' --device h200 --precision bf16 --json");
+  REQUIRE(bf16.exit_code == 0);
+  nlohmann::json b = nlohmann::json::parse(bf16.out);
+  CHECK(b["precision"] == "bf16");
+  CHECK(b["total_ms"].get<double>() < j["total_ms"].get<double>());
+  REQUIRE(b["nodes"].size() == j["nodes"].size());
+  for (size_t i = 0; i < b["nodes"].size(); ++i)
+    CHECK(b["nodes"][i]["bytes"].get<double>() <= j["nodes"][i]["bytes"].get<double>());
+  RunResult bad = run("cost '" + resnet18() + "' --device h200 --precision i8");
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("precision 'i8'"));
 }

@@ -233,6 +233,57 @@ TEST_CASE("a kernel whose body the bound shapes do not fit is priced as opaque",
             .flops == Approx(8));
 }
 
+TEST_CASE("a 16-bit precision prices f32 tensors at 16 bits and f32 GEMMs on tensor cores",
+          "[cost]") {
+  const PublishedFigures& f = test::published_figures().back();
+  cost::CostOptions at_bf16;
+  at_bf16.precision = DType::bf16;
+  CostModel f32 = model_for(f), bf16(DeviceProfile::load_builtin(f.name), at_bf16);
+
+  auto relu = one_node(&test_ops().relu, "Relu", {type(DType::f32, {64, 1024, 1024})},
+                       {type(DType::f32, {64, 1024, 1024})});
+  double n = 64.0 * 1024 * 1024;
+  CHECK(f32.node_cost(relu->graph, relu->node()).bytes == Approx(8 * n));
+  cost::NodeCost r = bf16.node_cost(relu->graph, relu->node());
+  CHECK(r.bytes == Approx(4 * n));
+  CHECK(r.seconds == Approx(roofline(f, n, f.fp32_tflops, f.eff_elementwise, 1, 4 * n)));
+
+  // A GEMM of f32 tensors stored at bf16: half the bytes, the bf16 tensor-core peak.
+  auto mm = one_node(&test_ops().matmul, "MatMul",
+                     {type(DType::f32, {8192, 8192}), type(DType::f32, {8192, 8192})},
+                     {type(DType::f32, {8192, 8192})});
+  cost::NodeCost m = bf16.node_cost(mm->graph, mm->node());
+  CHECK(m.bytes == Approx(3.0 * 8192 * 8192 * 2));
+  CHECK(m.peak == Approx(f.bf16_tflops * 1e12));
+  CHECK(f32.node_cost(mm->graph, mm->node()).peak == Approx(f.fp32_tflops * 1e12));
+
+  // Tensors of other types keep their size: i64 indices (a data movement op of the test table,
+  // which counts every input and output).
+  auto gather = one_node(&test_ops().transpose, "GatherLike",
+                         {type(DType::f32, {1000, 64}), type(DType::i64, {128})},
+                         {type(DType::f32, {128, 64})});
+  CHECK(f32.node_cost(gather->graph, gather->node()).bytes ==
+        Approx((1000.0 * 64 + 128 * 64) * 4 + 128 * 8));
+  CHECK(bf16.node_cost(gather->graph, gather->node()).bytes ==
+        Approx((1000.0 * 64 + 128 * 64) * 2 + 128 * 8));
+
+  // A fused kernel's own inputs and outputs, and its body's ops, at the precision.
+  ir::GraphBuilder b("k");
+  ir::ValueId x = b.input("x", DType::f32, {ir::Dim(4096)});
+  ir::ValueId y = b.input("y", DType::f32, {ir::Dim(4096)});
+  b.output(b.op("Kernel", {x, y}, {{"body", std::string("(Relu (Add ?0 ?1))")}}));
+  ir::Graph g = std::move(b).finish();
+  const ir::Node& kernel = g.nodes().back();
+  CHECK(f32.node_cost(g, kernel).bytes == Approx(3 * 4096 * 4));
+  CHECK(bf16.node_cost(g, kernel).bytes == Approx(3 * 4096 * 2));
+  CHECK(bf16.node_cost(g, kernel).flops == Approx(2 * 4096));
+
+  cost::CostOptions bad;
+  bad.precision = DType::i32;
+  CHECK_THROWS_WITH(CostModel(DeviceProfile::load_builtin(f.name), bad),
+                    Catch::Contains("precision i32"));
+}
+
 TEST_CASE("layout ops that codegen folds cost nothing; data movement costs its bytes", "[cost]") {
   for (const auto& f : test::published_figures()) {
     INFO(f.name);

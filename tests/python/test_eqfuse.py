@@ -45,6 +45,14 @@ class Optimize(unittest.TestCase):
         self.assertGreater(r["rules"]["count"], 0)
         self.assertIn(r["extraction"]["method"], ("dag", "ilp", "greedy"))
 
+    def test_prices_16_bit_storage_when_asked(self):
+        _, bf16 = eqfuse.optimize(MLP, device="h200", precision="bf16", verify=False)
+        self.assertEqual(self.report["precision"], "f32")
+        self.assertEqual(bf16["precision"], "bf16")
+        self.assertLess(bf16["predicted_ms_before"], self.report["predicted_ms_before"])
+        with self.assertRaisesRegex(eqfuse.Error, "precision 'f64'"):
+            eqfuse.optimize(MLP, precision="f64")
+
     def test_report_says_why(self):
         r = self.report
         self.assertEqual(len(r["kernels"]), sum(r["kernel_kinds"].values()))

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "tests/test_data.h"
@@ -67,6 +68,29 @@ TEST_CASE("eqfuse optimize: the report, and an output that runs and matches", "[
     INFO(describe(check, ran));
     CHECK(ran.code == 0);
   }
+}
+
+TEST_CASE("eqfuse optimize --precision prices 16-bit storage; the graph stays f32",
+          "[tools][fast]") {
+  fs::path dir = fresh_dir("cli_optimize_precision");
+  std::map<std::string, nlohmann::json> report;
+  for (const std::string precision : {"f32", "bf16"}) {
+    std::string out = (dir / ("mlp." + precision + ".onnx")).string();
+    std::vector<std::string> args = {"optimize",    example("mlp"), "-o",    out,
+                                     "--precision", precision,      "--json"};
+    Result r = run_eqfuse(args);
+    INFO(describe(args, r));
+    REQUIRE(r.code == 0);
+    report[precision] = nlohmann::json::parse(r.out);
+    CHECK(report[precision]["precision"] == precision);
+    CHECK(report[precision]["verified"] == "passed");  // against the f32 model, at f32
+  }
+  CHECK(report["bf16"]["predicted_ms_before"].get<double>() <
+        report["f32"]["predicted_ms_before"].get<double>());
+  Result bad = run_eqfuse(
+      {"optimize", example("mlp"), "-o", (dir / "x.onnx").string(), "--precision", "f64"});
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("precision 'f64'"));
 }
 
 TEST_CASE("eqfuse optimize --explain: the rules behind each kernel", "[tools][fast]") {
