@@ -54,19 +54,34 @@ void BM_Interpreter(benchmark::State& state, const std::string& name) {
   for (auto _ : state) benchmark::DoNotOptimize(run.run(l->inputs));
 }
 
-void BM_CppTwin(benchmark::State& state, const std::string& name) {
+void run_twin(benchmark::State& state, const std::string& name,
+              const codegen::PlanOptions& options) {
   const Loaded* l = load(state, name);
   if (!l) return;
-  auto twin = codegen::CpuModule::build(l->optimized);
+  auto twin = codegen::CpuModule::build(l->optimized, nullptr, {}, options);
   for (auto _ : state) benchmark::DoNotOptimize(twin->run(l->inputs));
   state.counters["stages"] = double(twin->plan().stages.size());
+}
+
+void BM_CppTwin(benchmark::State& state, const std::string& name) {
+  run_twin(state, name, {});
+}
+
+// The same twin with each contraction's epilogue as a pass of its own, as before the printer
+// computed it where the contraction stores.
+void BM_CppTwinSeparateEpilogues(benchmark::State& state, const std::string& name) {
+  codegen::PlanOptions options;
+  options.epilogues_in_contractions = false;
+  run_twin(state, name, options);
 }
 
 }  // namespace
 
 #define EQFUSE_TWIN_BENCH(model)                                                                \
   BENCHMARK_CAPTURE(BM_Interpreter, model, std::string(#model))->Unit(benchmark::kMillisecond); \
-  BENCHMARK_CAPTURE(BM_CppTwin, model, std::string(#model))->Unit(benchmark::kMillisecond)
+  BENCHMARK_CAPTURE(BM_CppTwin, model, std::string(#model))->Unit(benchmark::kMillisecond);     \
+  BENCHMARK_CAPTURE(BM_CppTwinSeparateEpilogues, model, std::string(#model))                    \
+      ->Unit(benchmark::kMillisecond)
 
 EQFUSE_TWIN_BENCH(pointwise_chain);
 EQFUSE_TWIN_BENCH(mlp_block);

@@ -150,6 +150,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
                 Error::Kind::BadInput);
   KernelPlan plan;
   plan.precision = options.precision;
+  plan.epilogues_in_contractions = options.epilogues_in_contractions;
   std::vector<NodeId> origin;
   plan.graph = ir::inline_kernels(input_graph, &origin);
   ir::Graph& g = plan.graph;
@@ -355,21 +356,22 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     for (ValueId v : plan.stages[i].reads)
       if (auto it = life_of.find(v); it != life_of.end())
         lives[it->second].last = std::max(lives[it->second].last, i);
-  // In place: a pointwise stage may write over a value of its size that it reads for the last
-  // time, only at the element it writes.
+  // A pointwise stage that reads an arena value for the last time, only at the element it
+  // writes, may write in place over it when both are arena values of one size.
   for (size_t i = 0; i < plan.stages.size(); ++i) {
-    const Stage& s = plan.stages[i];
-    auto out = life_of.find(s.output);
-    if (s.kind != StageKind::Pointwise || s.node == ir::kNoNode || out == life_of.end()) continue;
-    const Buffer& ob = *plan.buffer(s.output);
+    Stage& s = plan.stages[i];
+    if (s.kind != StageKind::Pointwise || s.node == ir::kNoNode) continue;
     for (ValueId r : s.reads) {
       auto in = life_of.find(r);
-      if (in == life_of.end() || lives[in->second].last != i) continue;
-      const Buffer& rb = *plan.buffer(r);
-      if (!(rb.bytes == ob.bytes) || ir::dtype_size(rb.dtype) != ir::dtype_size(ob.dtype) ||
+      if (in == life_of.end() || lives[in->second].last != i ||
           !stage_reads_only_own_element(g, s.node, r, mat))
         continue;
-      lives[out->second].reuses = in->second;
+      s.last_read_at_own_element = r;
+      const Buffer &rb = *plan.buffer(r), &ob = *plan.buffer(s.output);
+      auto out = life_of.find(s.output);
+      if (out != life_of.end() && rb.bytes == ob.bytes &&
+          ir::dtype_size(rb.dtype) == ir::dtype_size(ob.dtype))
+        lives[out->second].reuses = in->second;
       break;
     }
   }

@@ -44,8 +44,12 @@ struct Stage {
   ir::ValueId source = 0;          // copies only (an output that is an input or a weight)
   size_t step = 0;                 // the top-level node it belongs to
   std::vector<ir::ValueId> reads;  // materialized values it reads
-  // A value it reads for the last time, only at the element it writes, whose arena slot it
-  // writes over (buffer_plan.h); generated code then drops `restrict` on the pair.
+  // Pointwise stages: an arena value it reads for the last time, and only at the element it
+  // writes. The stage may write in place over it, and a contraction that makes it may compute
+  // this stage where it stores (the printer's epilogue merge).
+  std::optional<ir::ValueId> last_read_at_own_element;
+  // That value, when the stage writes over its arena slot (buffer_plan.h); generated code then
+  // drops `restrict` on the pair.
   std::optional<ir::ValueId> in_place_of;
 };
 
@@ -74,6 +78,9 @@ struct Buffer {
 // rounding of each stored tensor (`precision_tolerance`).
 struct PlanOptions {
   ir::DType precision = ir::DType::f32;  // f32, f16 or bf16
+  // A contraction in loops of our own computes the pointwise stage after it where it stores
+  // (Stage::last_read_at_own_element). Off: that stage is a pass of its own (for measuring).
+  bool epilogues_in_contractions = true;
 };
 
 // "f32", "f16" or "bf16" as a precision; Error (BadInput) naming the text otherwise.
@@ -85,9 +92,10 @@ ir::DType parse_precision(const std::string& name);
 std::pair<double, double> precision_tolerance(ir::DType precision);
 
 struct KernelPlan {
-  ir::DType precision = ir::DType::f32;  // PlanOptions::precision
-  ir::Graph graph;                       // the optimized graph with kernels expanded
-  std::vector<std::string> dims;         // symbolic dims, the order of the run-time dims array
+  ir::DType precision = ir::DType::f32;   // PlanOptions::precision
+  bool epilogues_in_contractions = true;  // PlanOptions::epilogues_in_contractions
+  ir::Graph graph;                        // the optimized graph with kernels expanded
+  std::vector<std::string> dims;          // symbolic dims, the order of the run-time dims array
   std::vector<Stage> stages;
   std::vector<Step> steps;
   std::vector<Buffer> buffers;

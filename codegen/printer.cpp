@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <optional>
+#include <regex>
 #include <set>
 #include <unordered_map>
 
@@ -108,6 +109,27 @@ class Writer {
   std::vector<std::unordered_map<std::string, std::string>> scopes_;
   std::set<ValueId> used_;
   std::optional<ValueId> in_place_;  // the stage's Stage::in_place_of
+  // A contraction's pointwise epilogue printed inside its loops: the next stage, when it reads
+  // the contraction's value for the last time and only at the element it writes
+  // (Stage::last_read_at_own_element), computed where the contraction stores instead of in a
+  // pass of its own. `merged_stage_` is then skipped. While the epilogue prints, `substitute_`
+  // stands for the contraction's value.
+  const Stage* epilogue_ = nullptr;
+  std::optional<size_t> merged_stage_;
+  std::optional<std::pair<ValueId, std::string>> substitute_;
+  // The pointwise stage after contraction stage `index` that may be printed inside it.
+  const Stage* epilogue_after(size_t index) const {
+    const Stage& s = plan_.stages[index];
+    if (s.kind != StageKind::Conv && s.kind != StageKind::MatMul && s.kind != StageKind::Gemm)
+      return nullptr;
+    if (!plan_.epilogues_in_contractions || index + 1 >= plan_.stages.size()) return nullptr;
+    const Stage& next = plan_.stages[index + 1];
+    return next.last_read_at_own_element == s.output ? &next : nullptr;
+  }
+  // Stores the contraction value `v` (compute type) of element `lin` of `out`, whose index is
+  // `at`: into its buffer, or through the epilogue, rounded as the store and load it replaces
+  // would round it.
+  void store_output(ValueId out, const std::string& lin, const Index& at, const std::string& v);
 
   void line(const std::string& s) { out_ += std::string(size_t(depth_) * 2, ' ') + s + "\n"; }
   std::string fresh(const char* prefix) { return prefix + std::to_string(counter_++); }
@@ -252,10 +274,13 @@ class Writer {
   std::string cblas_call(const Stage& s, size_t index);
   std::string body_gemm_epilogue(const Stage& s);
   // A C++ stage function `name` writing `output` over the body printed so far (out_, used_):
-  // its text appended to `functions`, its call's arguments returned. `heavy`: items are rows,
-  // so fewer of them make OpenMP worth it.
+  // its text appended to `functions`, its call's arguments returned. `work`: about how many
+  // multiply-adds one item costs (an expression), which decides whether OpenMP is worth it.
   std::string cpu_function(const std::string& name, const std::string& head, ValueId output,
-                           const std::string& items, bool heavy, std::string& functions);
+                           const std::string& items, const std::string& work,
+                           std::string& functions);
+  // The work of one item of the row forms (body_matmul_rows, body_conv_rows); "" otherwise.
+  std::string row_work_;
   // A stage function's parameters (the dims, then each buffer the body used, the output first),
   // its call's arguments and their addresses (for a launch through a table, as
   // cuLaunchKernel takes them); and the prologue that names the dims d0, d1, ...
@@ -275,7 +300,32 @@ class Writer {
   std::string body_pool(const Stage& s);
 };
 
+void Writer::store_output(ValueId out, const std::string& lin, const Index& at,
+                          const std::string& v) {
+  if (!epilogue_) {
+    line(fmt::format("{}[{}] = {};", ptr(out), lin, v));
+    return;
+  }
+  open("");
+  std::string stored = fresh("c"), loaded = fresh("t");
+  line(fmt::format("const {} {} = {};", buffer_type(out), stored, v));
+  line(fmt::format("const {} {} = {};", storage_type(type(out).dtype), loaded, stored));
+  substitute_ = {out, loaded};
+  ValueId e = epilogue_->output;
+  // The same element of the epilogue's value: the same index where the shapes agree (a bias or
+  // an activation), else the linear index split again (a reshape between them).
+  bool same_shape = rank(e) == rank(out);
+  for (size_t k = 0; same_shape && k < rank(e); ++k)
+    same_shape = type(e).shape[k].sym() == type(out).shape[k].sym();
+  Index idx = same_shape ? at : decompose_value(lin, e);
+  std::string value = compute(g_.node(epilogue_->node), idx);
+  line(fmt::format("{}[{}] = {};", ptr(e), lin, value));
+  substitute_.reset();
+  close();
+}
+
 std::string Writer::elem(ValueId v, const Index& idx) {
+  if (substitute_ && substitute_->first == v) return substitute_->second;
   std::string key = std::to_string(v);
   for (const std::string& i : idx) key += "," + i;
   if (const std::string* hit = cached(key)) return *hit;
@@ -794,7 +844,7 @@ std::string Writer::body_matmul_element(const Stage& s) {
       v += fmt::format(" + {} * ({}){}", literal(c.beta, ct), ct,
                        elem(c.c, broadcast_index(c.c, idx)));
   }
-  line(fmt::format("{}[i] = {};", ptr(out), v));
+  store_output(out, "i", idx, v);
   return numel(out);
 }
 
@@ -845,9 +895,9 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     sbk = dim(c.b, rb - 1);
     sbn = "1";
   }
+  row_work_ = imul(N, K);
   line(fmt::format("const {}* a = {} + {};", buffer_type(c.a), ptr(c.a), abase));
   line(fmt::format("const {}* b = {} + {};", buffer_type(c.b), ptr(c.b), bbase));
-  line(fmt::format("{}* c = {} + i * {};", buffer_type(out), ptr(out), N));
   // The output row once, from an accumulator in the compute type, whatever the buffer's type.
   auto store = [&](const std::string& col, const std::string& acc) {
     std::string v = acc;
@@ -857,7 +907,9 @@ std::string Writer::body_matmul_rows(const Stage& s) {
         v += fmt::format(" + {} * ({}){}", literal(c.beta, ct), ct,
                          elem(c.c, broadcast_index(c.c, Index{m, col})));
     }
-    line(fmt::format("c[{}] = {};", col, v));
+    Index at = ridx;
+    at.push_back(col);
+    store_output(out, iadd(imul("i", N), col), at, v);
   };
   if (sbn == "1") {
     // Blocks of columns on the stack: each k streams a block of B's row k, and the column loop
@@ -938,7 +990,7 @@ std::string Writer::body_conv(const Stage& s) {
   std::string v = acc;
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
     v = fmt::format("{} + ({}){}", acc, ct, elem(n.inputs[2], Index{idx[1]}));
-  line(fmt::format("{}[i] = {};", ptr(out), v));
+  store_output(out, "i", idx, v);
   return numel(out);
 }
 
@@ -957,10 +1009,10 @@ std::string Writer::body_conv_rows(const Stage& s) {
   std::vector<std::string> rdims = {dim(out, 0), dim(out, 1), dim(out, 2)};
   std::vector<bool> rone = {dim_is_one(out, 0), dim_is_one(out, 1), dim_is_one(out, 2)};
   Index r = decompose("i", rdims, rone);
-  line(fmt::format("{}* o = {} + i * {};", buffer_type(out), ptr(out), OW));
   std::string bias = "0";
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
     bias = "(" + ct + ")" + elem(n.inputs[2], Index{r[1]});
+  row_work_ = imul(imul(OW, Cg), std::to_string(kernel[0] * kernel[1]));
   line(fmt::format("const int64_t grp = {} / ({} / {});", r[1], dim(w, 0), group));
   // Blocks of the row accumulate on the stack in the compute type; the output is written once.
   open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, kRowBlock));
@@ -993,7 +1045,9 @@ std::string Writer::body_conv_rows(const Stage& s) {
   close();
   close();
   close();
-  line("for (int64_t q = 0; q < qb; ++q) o[q0 + q] = acc[q];");
+  open("for (int64_t q = 0; q < qb; ++q)");
+  store_output(out, iadd(imul("i", OW), "(q0 + q)"), {r[0], r[1], r[2], "(q0 + q)"}, "acc[q]");
+  close();
   close();
   return imul(imul(dim(out, 0), dim(out, 1)), dim(out, 2));
 }
@@ -1189,19 +1243,21 @@ std::string Writer::dims_prologue() const {
 }
 
 std::string Writer::cpu_function(const std::string& name, const std::string& head, ValueId output,
-                                 const std::string& items, bool heavy, std::string& functions) {
+                                 const std::string& items, const std::string& work,
+                                 std::string& functions) {
   std::string body = std::move(out_);
   used_.insert(output);
   Parameters params = parameters(output);
   functions += head + fmt::format("static void {}({}) {{\n{}  const int64_t n = {};\n", name,
                                   params.signature, dims_prologue(), items);
-  functions += std::string("#pragma omp parallel for schedule(static) if (n > 1 && n * ") +
-               (heavy ? "64" : "1") + " >= 32768)\n";
+  functions += std::string("#pragma omp parallel for schedule(static) if (n > 1 && n * ") + work +
+               " >= 32768)\n";
   functions += "  for (int64_t i = 0; i < n; ++i) {\n" + body + "  }\n}\n\n";
   return params.args;
 }
 
 void Writer::begin_body() {
+  row_work_.clear();
   out_.clear();
   used_.clear();
   scopes_.clear();
@@ -1212,6 +1268,11 @@ void Writer::begin_body() {
 
 void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const Stage& s = plan_.stages[index];
+  if (merged_stage_ == index) {  // printed inside the contraction before it
+    merged_stage_.reset();
+    if (target_ == Target::Cuda) calls += "  " + record_event(index) + "\n";
+    return;
+  }
   begin_body();
   in_place_ = s.in_place_of;
   std::string items;
@@ -1221,6 +1282,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const bool contraction_stage = s.kind == StageKind::MatMul || s.kind == StageKind::Gemm;
   std::string library;
   if (target_ == Target::Cuda && contraction_stage) library = cublas_call(s, index);
+  // A contraction in loops of our own computes its epilogue where it stores.
+  const Stage* epilogue = library.empty() ? epilogue_after(index) : nullptr;
   // The C++ twin keeps its own loops and, under EQFUSE_CBLAS (cpu_backend.h with
   // EQFUSE_BLAS=1; a written tree's -DEQFUSE_CBLAS=ON), calls CBLAS instead: each build
   // compiles only the functions its form calls.
@@ -1234,11 +1297,15 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       std::string args =
           cpu_function(fmt::format("s{}e", index),
                        fmt::format("// stage {}: the Gemm epilogue after CBLAS\n", index), s.output,
-                       epilogue_items, false, blas_functions);
+                       epilogue_items, "1", blas_functions);
       blas_calls += fmt::format("  s{}e({});\n", index, args);
     }
+    // Under CBLAS the epilogue stays a stage of its own.
+    if (!blas_calls.empty() && epilogue) stage(index + 1, blas_functions, blas_calls);
     begin_body();
+    in_place_ = s.in_place_of;
   }
+  epilogue_ = epilogue;
   if (!library.empty()) {
     uses_cublas = true;
     calls += library;
@@ -1286,11 +1353,23 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       "// stage {}: {} {} -> '{}' {}{}\n", index, stage_kind_name(s.kind), what, ov.name,
       ov.type.str(),
       s.in_place_of ? fmt::format(", in place over '{}'", g_.value(*s.in_place_of).name) : "");
+  // With its epilogue, the stage writes the epilogue's value; the contraction's stays in
+  // registers.
+  const ValueId written = epilogue ? epilogue->output : s.output;
+  if (epilogue) {
+    head += fmt::format("//   with stage {}'s epilogue {} -> '{}' where it stores\n", index + 1,
+                        g_.node(epilogue->node).op_type, g_.value(written).name);
+    merged_stage_ = index + 1;
+  }
+  epilogue_ = nullptr;
   std::string name = fmt::format("s{}", index);
   if (target_ == Target::Cpu) {
     std::string own;
-    std::string args =
-        cpu_function(name, head, s.output, items, rows_form || s.kind != StageKind::Pointwise, own);
+    std::string args = cpu_function(name, head, written, items,
+                                    !row_work_.empty()               ? row_work_
+                                    : s.kind != StageKind::Pointwise ? "64"
+                                                                     : "1",
+                                    own);
     std::string call = fmt::format("  {}({});\n", name, args);
     if (blas_calls.empty()) {
       functions += own;
@@ -1302,8 +1381,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     return;
   }
   std::string body = std::move(out_);
-  used_.insert(s.output);
-  Parameters params = parameters(s.output);
+  used_.insert(written);
+  Parameters params = parameters(written);
   std::string dims = dims_prologue();
   {
     functions +=
@@ -1553,14 +1632,22 @@ HostedCuda print_units(const KernelPlan& plan, Target target, bool hosted) {
   for (size_t k = 0; k < std::max<size_t>(plan.dims.size(), 1); ++k)
     text += fmt::format("  D.d[{}] = {};\n", k, k < plan.dims.size() ? fmt::format("d{}", k) : "0");
   if (target == Target::Cuda && !hosted) text += "  cudaStream_t st = (cudaStream_t)stream;\n";
+  // The buffers the calls name (a contraction's value kept in registers for its epilogue is
+  // none of them).
+  std::set<size_t> named;
+  static const std::regex buffer_name(R"(\bp(\d+)\b)");
+  for (auto it = std::sregex_iterator(calls.begin(), calls.end(), buffer_name);
+       it != std::sregex_iterator(); ++it)
+    named.insert(std::stoul((*it)[1]));
   bool any_arena = false, any_weight = false;
-  for (const Buffer& buf : plan.buffers) {
-    any_arena = any_arena || buf.storage == Storage::Arena;
-    any_weight = any_weight || buf.storage == Storage::Weight;
+  for (size_t b : named) {
+    any_arena = any_arena || plan.buffers.at(b).storage == Storage::Arena;
+    any_weight = any_weight || plan.buffers.at(b).storage == Storage::Weight;
   }
   if (any_arena) text += "  unsigned char* A = (unsigned char*)arena;\n";
   if (any_weight) text += "  const unsigned char* W = (const unsigned char*)weights;\n";
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    if (!named.count(b)) continue;
     const Buffer& buf = plan.buffers[b];
     std::string t = storage_type(buf.dtype);
     std::string where;

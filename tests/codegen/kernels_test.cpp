@@ -33,7 +33,8 @@ ir::Tensor random_tensor(const std::vector<int64_t>& dims, uint64_t seed) {
 }
 
 // Runs the graph in the twin and in the interpreter at the given input dims.
-void check_twin(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims) {
+void check_twin(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
+                const codegen::PlanOptions& options = {}) {
   std::vector<ir::Tensor> inputs;
   for (size_t k = 0; k < input_dims.size(); ++k) {
     ir::DType t = g.value(g.inputs()[k]).type.dtype;
@@ -45,7 +46,7 @@ void check_twin(const ir::Graph& g, const std::vector<std::vector<int64_t>>& inp
       inputs.push_back(random_tensor(input_dims[k], 11 + k));
     }
   }
-  auto twin = codegen::CpuModule::build(g);
+  auto twin = codegen::CpuModule::build(g, nullptr, {}, options);
   std::vector<ir::Tensor> got = twin->run(inputs);
   std::vector<ir::Tensor> want = ir::Interpreter(g).run(inputs);
   REQUIRE(got.size() == want.size());
@@ -155,7 +156,15 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
     b.output(b.op("Gemm", {a, wt, b.op("Neg", {b.op("Abs", {c3})})},
                   {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}}));
     ir::Graph g = std::move(b).finish();
+    // The MatMul's loops compute the bias and Gelu where they store: no pass of their own.
+    std::string cpu = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu);
+    CHECK(cpu.find("with stage 1's epilogue Mul") != std::string::npos);
     check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}});
+    codegen::PlanOptions separate;  // the epilogue as a pass of its own
+    separate.epilogues_in_contractions = false;
+    CHECK(codegen::print_kernels(codegen::make_plan(g, separate), codegen::Target::Cpu)
+              .find("'s epilogue") == std::string::npos);
+    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}}, separate);
     // The same through CBLAS (EQFUSE_BLAS=1), where this machine has one: -lblas and cblas.h
     // come with Debian's libblas-dev, which CBC's packages pull in.
     ::setenv("EQFUSE_BLAS", "1", 1);
@@ -204,7 +213,15 @@ TEST_CASE("convolution with bias and relu, pooling") {
                  {"pads", std::vector<int64_t>{1, 1, 0, 1}},
                  {"count_include_pad", int64_t{1}}}));
   b.output(b.op("GlobalAveragePool", {d}));
-  check_twin(std::move(b).finish(), {{1, 3, 9, 7}, {4, 3, 3, 3}, {4}, {4, 1, 3, 3}});
+  // A 1-D convolution (the element form, as on CUDA) with its Tanh computed where it stores.
+  ValueId s = b.input("s", DType::f32, {Dim::symbol("n"), Dim(2), Dim(10)});
+  ValueId sw = b.input("sw", DType::f32, {Dim(3), Dim(2), Dim(3)});
+  b.output(b.op("Tanh", {b.op("Conv", {s, sw}, {{"pads", std::vector<int64_t>{1, 1}}})}));
+  ir::Graph g = std::move(b).finish();
+  CHECK(codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu)
+            .find("'s epilogue Tanh") != std::string::npos);
+  for (int64_t n : {1, 3})
+    check_twin(g, {{n, 3, 9, 7}, {4, 3, 3, 3}, {4}, {4, 1, 3, 3}, {n, 2, 10}, {3, 2, 3}});
 }
 
 TEST_CASE("every elementwise op of the table compiles and matches") {
