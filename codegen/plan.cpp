@@ -312,6 +312,46 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     for (ValueId v : s.reads) add_buffer(v);
   }
 
+  // Concat in place: when every input of a Concat stage is an arena value that only it reads,
+  // written by a pointwise or convolution stage (loops of our own, which can store anywhere), the
+  // producers write their slices of the Concat's buffer and the Concat stage does nothing.
+  std::map<ValueId, size_t> writer_of, readers;
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    writer_of[plan.stages[i].output] = i;
+    for (ValueId v : plan.stages[i].reads) ++readers[v];
+  }
+  for (size_t j = 0; j < plan.stages.size(); ++j) {
+    Stage& s = plan.stages[j];
+    if (s.node == ir::kNoNode || g.node(s.node).op_type != "Concat") continue;
+    const ir::Node& n = g.node(s.node);
+    const Buffer& cat = *plan.buffer(s.output);
+    std::vector<ValueId> parts;
+    for (ValueId in : n.inputs)
+      if (in != ir::kNoValue) parts.push_back(in);
+    std::set<ValueId> distinct(parts.begin(), parts.end());
+    bool ok = distinct.size() == parts.size() && !parts.empty();
+    for (ValueId v : parts) {
+      const Buffer* b = plan.buffer(v);
+      auto w = writer_of.find(v);
+      ok = ok && b && b->storage == Storage::Arena && !b->slice_of && b->dtype == cat.dtype &&
+           w != writer_of.end() && readers[v] == 1 && plan.stages[w->second].node != ir::kNoNode &&
+           (plan.stages[w->second].kind == StageKind::Pointwise ||
+            plan.stages[w->second].kind == StageKind::Conv);
+    }
+    if (!ok) continue;
+    int64_t axis = ir::make_context(g, n).attr_int("axis");
+    if (axis < 0) axis += int64_t(g.value(s.output).type.shape.rank());
+    ir::SymInt offset = 0;
+    for (ValueId v : parts) {
+      Buffer& b = plan.buffers[plan.buffer_of.at(v)];
+      b.slice_of = s.output;
+      b.slice_axis = size_t(axis);
+      b.slice_offset = offset;
+      offset = offset + g.value(v).type.shape[size_t(axis)].sym();
+    }
+    s.written_by_producers = true;
+  }
+
   // Dims: symbols of the live values, each bound by a named input dim.
   std::set<std::string> symbols;
   for (const Buffer& b : plan.buffers)
@@ -342,7 +382,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   std::vector<size_t> arena_buffers;
   std::map<ValueId, size_t> life_of;
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
-    if (plan.buffers[b].storage != Storage::Arena) continue;
+    if (plan.buffers[b].storage != Storage::Arena || plan.buffers[b].slice_of) continue;
     life_of[plan.buffers[b].value] = lives.size();
     lives.push_back({0, 0, plan.buffers[b].bytes, std::nullopt});
     arena_buffers.push_back(b);
@@ -351,6 +391,13 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     const Stage& s = plan.stages[i];
     if (auto it = life_of.find(s.output); it != life_of.end())
       lives[it->second].first = lives[it->second].last = i;
+  }
+  // A Concat's buffer lives from the first stage that writes a slice of it.
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const Buffer& b = *plan.buffer(plan.stages[i].output);
+    if (!b.slice_of) continue;
+    if (auto it = life_of.find(*b.slice_of); it != life_of.end())
+      lives[it->second].first = std::min(lives[it->second].first, i);
   }
   for (size_t i = 0; i < plan.stages.size(); ++i)
     for (ValueId v : plan.stages[i].reads)

@@ -51,6 +51,8 @@ struct Stage {
   // That value, when the stage writes over its arena slot (buffer_plan.h); generated code then
   // drops `restrict` on the pair.
   std::optional<ir::ValueId> in_place_of;
+  // A Concat whose inputs their producers write into its slices: the stage does nothing.
+  bool written_by_producers = false;
 };
 
 // One node of the optimized graph: a fused kernel or a plain op, lowered to stages.
@@ -69,6 +71,11 @@ struct Buffer {
   size_t index = 0;                  // position among inputs / outputs / weights; the arena slot
   uint64_t offset = 0;               // weights: byte offset in the weights blob
   ir::SymInt bytes = 0;              // its size
+  // A Concat input written in place: the slice of the Concat's buffer it is, starting at
+  // `slice_offset` along `slice_axis` (the Concat's own buffer holds it; it has none of its own).
+  std::optional<ir::ValueId> slice_of;
+  size_t slice_axis = 0;
+  ir::SymInt slice_offset = 0;
 };
 
 // `--precision`: the element type that f32 weights and intermediates are stored in. f16 or bf16

@@ -177,6 +177,20 @@ class Writer {
     return fmt::format("p{}", plan_.buffer_of.at(v));
   }
 
+  // Where element `lin` (index `at`) of `v` is stored: its buffer, or for a Concat input written
+  // in place (Buffer::slice_of), the Concat's buffer at that element's place in it.
+  std::string store_ref(ValueId v, const std::string& lin, const Index& at) {
+    const Buffer& b = *plan_.buffer(v);
+    if (!b.slice_of) return fmt::format("{}[{}]", ptr(v), lin);
+    Index in_concat = at;
+    std::string offset =
+        "(" + b.slice_offset.c_expr([&](const std::string& s) { return plan_.dim_ident(s); }) + ")";
+    in_concat[b.slice_axis] = iadd(at[b.slice_axis], offset);
+    return fmt::format("{}[{}]", ptr(*b.slice_of), linear(*b.slice_of, in_concat));
+  }
+  // The buffer a stage writing `v` names: the Concat's for a slice of it.
+  ValueId written_buffer(ValueId v) const { return plan_.buffer(v)->slice_of.value_or(v); }
+
   std::string linear(ValueId v, const Index& idx) const {
     std::string lin = "0";
     for (size_t k = 0; k < idx.size(); ++k) {
@@ -303,7 +317,7 @@ class Writer {
 void Writer::store_output(ValueId out, const std::string& lin, const Index& at,
                           const std::string& v) {
   if (!epilogue_) {
-    line(fmt::format("{}[{}] = {};", ptr(out), lin, v));
+    line(fmt::format("{} = {};", store_ref(out, lin, at), v));
     return;
   }
   open("");
@@ -319,7 +333,7 @@ void Writer::store_output(ValueId out, const std::string& lin, const Index& at,
     same_shape = type(e).shape[k].sym() == type(out).shape[k].sym();
   Index idx = same_shape ? at : decompose_value(lin, e);
   std::string value = compute(g_.node(epilogue_->node), idx);
-  line(fmt::format("{}[{}] = {};", ptr(e), lin, value));
+  line(fmt::format("{} = {};", store_ref(e, lin, idx), value));
   substitute_.reset();
   close();
 }
@@ -330,7 +344,10 @@ std::string Writer::elem(ValueId v, const Index& idx) {
   for (const std::string& i : idx) key += "," + i;
   if (const std::string* hit = cached(key)) return *hit;
   std::string var;
-  if (plan_.buffer(v)) {
+  if (const Buffer* b = plan_.buffer(v)) {
+    if (b->slice_of)
+      throw Error("codegen: internal: '" + g_.value(v).name + "' is read after its Concat",
+                  Error::Kind::Internal);
     var = fresh("t");
     line(fmt::format("const {} {} = {}[{}];", storage_type(type(v).dtype), var, ptr(v),
                      linear(v, idx)));
@@ -564,7 +581,7 @@ std::string Writer::body_pointwise(const Stage& s) {
   ValueId out = s.output;
   Index idx = decompose_value("i", out);
   std::string v = s.node == ir::kNoNode ? elem(s.source, idx) : compute(g_.node(s.node), idx);
-  line(fmt::format("{}[i] = {};", ptr(out), v));
+  line(fmt::format("{} = {};", store_ref(out, "i", idx), v));
   return numel(out);
 }
 
@@ -1268,8 +1285,12 @@ void Writer::begin_body() {
 
 void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const Stage& s = plan_.stages[index];
-  if (merged_stage_ == index) {  // printed inside the contraction before it
-    merged_stage_.reset();
+  // Printed inside the contraction before it, or a Concat its producers wrote.
+  if (merged_stage_ == index || s.written_by_producers) {
+    if (merged_stage_ == index) merged_stage_.reset();
+    if (s.written_by_producers)
+      functions += fmt::format("// stage {}: Concat -> '{}': its producers wrote their slices\n\n",
+                               index, g_.value(s.output).name);
     if (target_ == Target::Cuda) calls += "  " + record_event(index) + "\n";
     return;
   }
@@ -1355,12 +1376,14 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       s.in_place_of ? fmt::format(", in place over '{}'", g_.value(*s.in_place_of).name) : "");
   // With its epilogue, the stage writes the epilogue's value; the contraction's stays in
   // registers.
-  const ValueId written = epilogue ? epilogue->output : s.output;
+  const ValueId written = written_buffer(epilogue ? epilogue->output : s.output);
   if (epilogue) {
     head += fmt::format("//   with stage {}'s epilogue {} -> '{}' where it stores\n", index + 1,
-                        g_.node(epilogue->node).op_type, g_.value(written).name);
+                        g_.node(epilogue->node).op_type, g_.value(epilogue->output).name);
     merged_stage_ = index + 1;
   }
+  if (written != (epilogue ? epilogue->output : s.output))
+    head += fmt::format("//   into its slice of Concat '{}'\n", g_.value(written).name);
   epilogue_ = nullptr;
   std::string name = fmt::format("s{}", index);
   if (target_ == Target::Cpu) {

@@ -90,6 +90,37 @@ TEST_CASE("a stage writes in place only over an operand it reads at the element 
   for (int64_t n : {1, 3, 8}) check_twin(g, {{n, 5, 5}, {25}});
 }
 
+TEST_CASE("a Concat's producers write their slices of it; the Concat stage does nothing") {
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(3), Dim(6), Dim(5)});
+  ValueId w = b.input("w", DType::f32, {Dim(4), Dim(3), Dim(3), Dim(3)});
+  ValueId w2 = b.input("w2", DType::f32, {Dim(2), Dim(3), Dim(1), Dim(1)});
+  ValueId conv = b.op("Conv", {x, w}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});  // [n,4,6,5]
+  ValueId relu = b.op("Relu", {conv});                                  // a pointwise producer
+  ValueId conv2 = b.op("Conv", {x, w2});                                // a conv producer
+  ValueId shared = b.op("Sigmoid", {x});                                // also read elsewhere
+  ValueId cat = b.op("Concat", {relu, conv2}, {{"axis", int64_t{1}}});  // [n,6,6,5], strided
+  ValueId cat2 = b.op("Concat", {shared, b.op("Tanh", {x})}, {{"axis", int64_t{1}}});
+  b.output(b.op("Conv", {cat, b.input("w3", DType::f32, {Dim(2), Dim(6), Dim(1), Dim(1)})}));
+  b.output(b.op("Mul", {cat2, cat2}));
+  b.output(b.op("Neg", {shared}));
+  ir::Graph g = std::move(b).finish();
+  codegen::KernelPlan plan = codegen::make_plan(g);
+  auto slice_of = [&](ValueId v) {
+    return plan.buffer(*plan.graph.find_value(g.value(v).name))->slice_of;
+  };
+  CHECK(slice_of(relu) == plan.graph.find_value(g.value(cat).name));
+  CHECK(slice_of(conv2) == plan.graph.find_value(g.value(cat).name));
+  CHECK_FALSE(slice_of(shared).has_value());  // Neg reads it too, so cat2 copies
+  size_t skipped = 0;
+  for (const codegen::Stage& s : plan.stages) skipped += s.written_by_producers;
+  CHECK(skipped == 1);
+  for (int64_t n : {1, 2, 5}) {
+    CHECK_FALSE(codegen::check_buffer_plan(plan.arena, plan.lifetimes, {{"n", n}}).has_value());
+    check_twin(g, {{n, 3, 6, 5}, {4, 3, 3, 3}, {2, 3, 1, 1}, {2, 6, 1, 1}});
+  }
+}
+
 TEST_CASE("a pointwise kernel with broadcasting and folded transposes") {
   for (int64_t n : {1, 7, 13}) {
     GraphBuilder b;
