@@ -10,8 +10,9 @@ std::string bench_source_text() {
 //   bench [--test-data DIR] [--runs N] [--warmup N] [--seed S] [--dim K=V]... [--weights FILE]
 //         [--write-outputs DIR] [--rtol R] [--atol A]
 // The tolerance defaults to the model's (eqfuse_tolerance: wider under --precision f16/bf16).
-// Without weights.bin (a structure-only model, or weights too large to send) the weights are
-// drawn from --seed; --write-outputs writes the inputs and outputs of the run as a test-data
+// Without weights.bin (a structure-only model, or weights too large to send) the floating-point
+// weights are drawn from --seed (indices and masks keep the values the tree holds, or zeros);
+// --write-outputs writes the inputs and outputs of the run as a test-data
 // set, so another build (the GPU's) can be checked against this one at the same seed.
 // Prints one JSON document ("match" is null when there were no expected outputs to compare).
 // Exit 0 ok, 1 a mismatch, 2 bad usage or input.
@@ -239,6 +240,13 @@ int main(int argc, char** argv) {
       if (width == 4) { std::memcpy(&weights[i], &v, 4); continue; }
       uint16_t h = precision == 16 ? bf16_bits(v) : f16_bits(v);
       std::memcpy(&weights[i], &h, 2);
+    }
+    for (int k = 0; k < eqfuse_num_fixed_weights(); ++k) {  // indices and masks keep their values
+      int64_t bytes = 0;
+      const unsigned char* data = nullptr;
+      int64_t at = eqfuse_fixed_weight(k, &bytes, &data);
+      if (data) std::memcpy(&weights[size_t(at)], data, size_t(bytes));
+      else std::memset(&weights[size_t(at)], 0, size_t(bytes));
     }
     seeded_weights = true;
   }

@@ -1455,6 +1455,46 @@ std::string dims_struct(const KernelPlan& plan) {
                      std::max<size_t>(plan.dims.size(), 1));
 }
 
+// Weights that are not floating point (indices, masks), with their bytes where the graph has
+// them and they are small: what a run with seeded weights must keep, since random bits make no
+// valid index.
+std::string fixed_weights(const KernelPlan& plan) {
+  constexpr size_t kMaxEmbedded = 64 * 1024;
+  std::string arrays, cases;
+  size_t count = 0;
+  for (ValueId v : plan.weights) {
+    const Buffer& b = *plan.buffer(v);
+    if (b.dtype == DType::f32 || b.dtype == DType::f16 || b.dtype == DType::bf16 ||
+        b.dtype == DType::f64)
+      continue;
+    std::optional<ir::Tensor> data;
+    try {
+      if (auto t = plan.graph.weight_data(v); t && t->byte_size() <= kMaxEmbedded) data = *t;
+    } catch (const Error&) {  // a structure-only model: no bytes to embed
+    }
+    std::string name = "nullptr";
+    if (data) {
+      name = fmt::format("eqf_fixed{}", count);
+      std::string bytes;
+      const auto* raw = reinterpret_cast<const unsigned char*>(data->raw());
+      for (size_t i = 0; i < data->byte_size(); ++i)
+        bytes += fmt::format("{}{}", i % 24 ? " " : "\n  ", unsigned(raw[i])) + ",";
+      arrays += fmt::format("static const unsigned char {}[] = {{{}\n}};  // {}\n", name,
+                            bytes.empty() ? "0" : bytes, plan.graph.value(v).name);
+    }
+    cases += fmt::format("    case {}: *bytes = {}; *data = {}; return {};\n", count, b.bytes.str(),
+                         name, b.offset);
+    ++count;
+  }
+  return arrays + fmt::format(
+                      "extern \"C\" int eqfuse_num_fixed_weights(void) {{ return {}; }}\n\n"
+                      "extern \"C\" int64_t eqfuse_fixed_weight(int k, int64_t* bytes, const "
+                      "unsigned char** data) {{\n"
+                      "  (void)bytes;\n  (void)data;\n"
+                      "  switch (k) {{\n{}    default: return -1;\n  }}\n}}\n\n",
+                      count, cases);
+}
+
 // The model's interface as functions (host code in both targets): names, dtypes (ONNX codes),
 // ranks and dims of inputs and outputs, and which input dim binds each run-time dim.
 std::string model_description(const KernelPlan& plan) {
@@ -1531,6 +1571,7 @@ std::string model_description(const KernelPlan& plan) {
       sources);
   text += fmt::format("extern \"C\" int64_t eqfuse_weights_bytes(void) {{ return {}; }}\n\n",
                       plan.weight_bytes);
+  text += fixed_weights(plan);
   auto [rtol, atol] = precision_tolerance(plan.precision);
   text += fmt::format(
       "extern \"C\" int eqfuse_precision(void) {{ return {}; }}\n\n"
@@ -1573,6 +1614,13 @@ std::string kernel_api_text(Target target) {
       "extern \"C\" const char* eqfuse_dim_name(int d);\n"
       "extern \"C\" int eqfuse_dim_source(int d, int* input, int* axis);\n"
       "extern \"C\" int64_t eqfuse_weights_bytes(void);\n"
+      "// Weights that are not floating point (indices, masks): their offset in the weights blob\n"
+      "// (returned), size, and bytes (null where the tree does not hold them: write zeros). A "
+      "run\n"
+      "// with seeded weights keeps them, since random bits make no valid index.\n"
+      "extern \"C\" int eqfuse_num_fixed_weights(void);\n"
+      "extern \"C\" int64_t eqfuse_fixed_weight(int k, int64_t* bytes, const unsigned char** "
+      "data);\n"
       "// What f32 weights and intermediates are stored in (ONNX dtype code: 1 f32, 10 f16, 16\n"
       "// bf16; eqfuse compile --precision), and the tolerance the outputs are checked at.\n"
       "extern \"C\" int eqfuse_precision(void);\n"

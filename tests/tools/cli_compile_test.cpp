@@ -82,6 +82,38 @@ TEST_CASE("eqfuse run --backend cuda runs on a GPU, or says there is none (exit 
   }
 }
 
+TEST_CASE("a tree run with seeded weights keeps its index weights", "[tools][compile]") {
+  // y = Gather(x, idx) * w: a seeded run (no weights.bin) draws w but must keep idx in range.
+  fs::path dir = fresh_dir("compile_seeded");
+  auto m = onnx_model();
+  add_input(m, "x", {5, 3});
+  add_int64_initializer(m, "idx", {4, 0});
+  add_float_initializer(m, "w", {3}, 0.5f);
+  add_node(m, "Gather", {"x", "idx"}, {"g"}, "gather");
+  add_node(m, "Mul", {"g", "w"}, {"y"}, "mul");
+  add_output(m, "y", {2, 3});
+  {
+    std::ofstream f(dir / "gather.onnx", std::ios::binary);
+    f << bytes_of(m);
+  }
+  fs::path tree = dir / "tree";
+  Result r = run_eqfuse({"compile", (dir / "gather.onnx").string(), "--target", "cpu", "--out",
+                         tree.string(), "--no-optimize"});
+  INFO(describe({"compile"}, r));
+  REQUIRE(r.code == 0);
+  fs::remove(tree / "weights.bin");
+  std::string t = "'" + tree.string() + "'";
+  REQUIRE(shell("cd " + t +
+                " && c++ -std=c++17 -O1 -fopenmp -fPIC -shared -Wall -Wextra -Werror "
+                "-o libeqfuse_model.so kernels.cpp && c++ -std=c++17 -O1 -Wall -Wextra -Werror "
+                "-o bench bench.cpp -L. -leqfuse_model -Wl,-rpath,.") == 0);
+  for (int seed : {1, 2, 3})
+    CHECK(shell("cd " + t + " && ./bench --seed " + std::to_string(seed) +
+                " --runs 1 > seeded.json") == 0);
+  std::ifstream in(tree / "seeded.json");
+  CHECK(nlohmann::json::parse(in)["seeded_weights"] == true);
+}
+
 TEST_CASE("eqfuse compile names the op it cannot compile (exit 3)", "[tools][compile]") {
   fs::path dir = fresh_dir("compile_opaque");
   auto m = onnx_model();
