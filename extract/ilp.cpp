@@ -17,8 +17,10 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "extract/dag.h"
+#include "extract/decompose.h"
 #include "extract/isolated.h"
 #include "extract/mandatory.h"
 #include "extract/reduce.h"
@@ -246,6 +248,21 @@ void add_set_cut(const ExtractionProblem& p, std::vector<ClassIndex> set, std::v
   for (ClassIndex c : set) (*in_set)[c] = 0;
 }
 
+// Cuts for every cycle of two e-classes (each has an e-node that reads the other: x and
+// Neg(Neg(x)), a Transpose and its inverse), added before the first solve. Without them each
+// solve on resnet18's e-graph finds a few such cycles, and a stage took eight solves.
+void add_two_class_cycle_cuts(const ExtractionProblem& p, std::vector<char>* in_set, Rows* rows) {
+  std::vector<std::pair<ClassIndex, ClassIndex>> edges;
+  for (NodeIndex n = 0; n < p.num_nodes(); ++n)
+    for (ClassIndex k : p.children(n))
+      if (k != p.node_class(n)) edges.push_back({p.node_class(n), k});
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  for (auto [a, b] : edges)
+    if (a < b && std::binary_search(edges.begin(), edges.end(), std::pair{b, a}))
+      add_set_cut(p, {a, b}, in_set, rows);
+}
+
 struct SolveResult {
   bool proven = false;
   double bound = -COIN_DBL_MAX;  // CBC's best possible objective (scaled)
@@ -389,6 +406,7 @@ bool lazy_cycle_search(const ExtractionProblem& p, Choice* incumbent, double* in
   for (NodeIndex n = 0; n < p.num_nodes(); ++n) objective[n] = p.cost(n) * scale;
   Rows rows = base_rows(p);
   std::vector<char> in_set(p.num_classes(), 0);
+  add_two_class_cycle_cuts(p, &in_set, &rows);
   double bound = -COIN_DBL_MAX;
   auto report_bound = [&](double value) {
     if (!(value > bound)) return;
@@ -439,6 +457,7 @@ Choice solve_small(const ExtractionProblem& p, Choice start, double start_cost,
   for (NodeIndex n = 0; n < p.num_nodes(); ++n) objective[n] = p.cost(n) * scale;
   Rows rows = base_rows(p);
   std::vector<char> in_set(p.num_classes(), 0);
+  add_two_class_cycle_cuts(p, &in_set, &rows);
   for (;;) {
     double seconds = seconds_until(deadline) * 0.9 - 0.05;
     if (seconds < 0.05) return start;
@@ -712,7 +731,10 @@ Choice improve_by_neighbourhoods(const ExtractionProblem& p, const Choice& start
   return best.choice;
 }
 
-ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions& options) {
+namespace {
+
+// The exact solve of one problem (no splitting).
+ExtractionResult solve_whole(const ExtractionProblem& problem, const IlpOptions& options) {
   auto start = clock::now();
   const auto deadline = start + std::chrono::duration_cast<clock::duration>(
                                     std::chrono::duration<double>(options.time_limit_seconds));
@@ -839,6 +861,86 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
   best.optimal = proved();
   best.bound = best.optimal ? best.dag_cost : std::min(rounded(bound), best.dag_cost);
   best.seconds = elapsed();
+  return best;
+}
+
+// Parts smaller than this stay in their parent: a solve has a fixed cost (a child process).
+constexpr size_t kMinPartNodes = 64;
+constexpr double kMinPartSeconds = 1.5;
+
+}  // namespace
+
+ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions& options) {
+  if (!options.split || problem.min_cost() < 0)  // splitting needs costs >= 0
+    return solve_whole(problem, options);
+  const auto start = clock::now();
+  const auto deadline = start + std::chrono::duration_cast<clock::duration>(
+                                    std::chrono::duration<double>(options.time_limit_seconds));
+  auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  IlpOptions whole = options;
+  if (whole.warm_start.empty()) whole.warm_start = extract_dag(problem).choice;
+  if (!is_valid_choice(problem, whole.warm_start))
+    fail("ILP warm start is not a valid acyclic choice");
+  const std::vector<ProblemPart> parts = split_at_separators(problem, kMinPartNodes);
+  if (parts.size() < 2) return solve_whole(problem, whole);
+
+  // The parts bottom-up, each from the best choice so far restricted to it and with a share of
+  // the time by its size; a nested separator costs what its part's best choice costs.
+  const ExtractionResult warm = make_result(problem, whole.warm_start);
+  Choice combined = warm.choice;
+  std::vector<double> part_cost(parts.size(), 0);
+  double gap = 0;  // the sum of the parts' gaps: bounds the whole one's
+  bool all_optimal = true;
+  size_t nodes_left = 0;
+  for (const ProblemPart& part : parts) nodes_left += part.num_nodes;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const ProblemPart& part = parts[i];
+    std::vector<double> nested_cost;
+    for (auto [c, k] : part.nested) nested_cost.push_back(part_cost[k]);
+    std::vector<NodeIndex> node_of;
+    std::vector<ClassIndex> class_of;
+    const ExtractionProblem sub = part_problem(problem, part, nested_cost, &node_of, &class_of);
+    std::unordered_map<NodeIndex, NodeIndex> local_node;
+    for (NodeIndex j = 0; j < node_of.size(); ++j)
+      if (node_of[j] != kNoNode) local_node[node_of[j]] = j;
+    IlpOptions o;
+    o.warm_start.assign(sub.num_classes(), kNoNode);
+    for (ClassIndex j = 0; j < sub.num_classes(); ++j) {
+      auto it = local_node.find(combined[class_of[j]]);
+      if (sub.nodes(j).size() == 1 && node_of[sub.nodes(j)[0]] == kNoNode)  // nested
+        o.warm_start[j] = sub.nodes(j)[0];
+      else if (it != local_node.end())
+        o.warm_start[j] = it->second;
+      else if (j >= part.classes.size())
+        o.warm_start[j] = sub.nodes(j)[0];  // free
+    }
+    if (!is_valid_choice(sub, o.warm_start)) o.warm_start.clear();  // e.g. a separator unused
+    // CBC needs a second or so to prove even a small part; a part that proves returns early.
+    const double left = seconds_until(deadline);
+    o.time_limit_seconds = std::max({0.05, std::min(kMinPartSeconds, left),
+                                     left * static_cast<double>(part.num_nodes) /
+                                         static_cast<double>(std::max<size_t>(nodes_left, 1))});
+    nodes_left -= part.num_nodes;
+    const ExtractionResult r = solve_whole(sub, o);
+    part_cost[i] = r.dag_cost;
+    gap += r.dag_cost - r.bound.value_or(0);
+    all_optimal = all_optimal && r.optimal;
+    for (ClassIndex j = 0; j < sub.num_classes(); ++j)
+      if (j < r.choice.size() && r.choice[j] != kNoNode && node_of[r.choice[j]] != kNoNode)
+        combined[class_of[j]] = node_of[r.choice[j]];
+    if (options.progress && is_valid_choice(problem, combined))
+      options.progress({elapsed(), dag_cost(problem, combined), 0});
+  }
+  if (!is_valid_choice(problem, combined))
+    throw Error("ILP: the parts' choices do not join into a valid choice", Error::Kind::Internal);
+  ExtractionResult best = make_result(problem, combined);
+  const double bound = best.dag_cost - gap;
+  if (warm.dag_cost < best.dag_cost) best = warm;
+  const double slack = 1e-9 * std::abs(best.dag_cost) + 1e-12;
+  best.optimal = all_optimal || bound >= best.dag_cost - slack;
+  best.bound = best.optimal ? best.dag_cost : std::min(bound, best.dag_cost);
+  best.seconds = elapsed();
+  if (options.progress) options.progress({best.seconds, best.dag_cost, *best.bound});
   return best;
 }
 

@@ -1,7 +1,11 @@
 #pragma once
 // Exact extraction by integer linear programming (CBC), with acyclicity added lazily.
 //
-// The problem is first shrunk (extract/reduce.h): on tensat's e-graphs nine e-classes in ten
+// With no negative cost the problem is first split at separator e-classes (extract/decompose.h):
+// the parts are solved bottom-up, each as below, with a share of the time by its size (at least
+// 1.5 s), a nested separator priced at its part's best cost; the answer is optimal when every
+// part is, and its bound is its cost less the sum of the parts' gaps. Each part (or the whole
+// problem) is then shrunk (extract/reduce.h): on tensat's e-graphs nine e-classes in ten
 // are free weights and shapes. The ILP has a binary variable per e-node, at most one per
 // e-class (one for a root), and for each child e-class of an e-node: x_node <= sum of x over
 // the child's e-nodes. Those rows alone make a weak LP: a root spread over many alternatives
@@ -14,7 +18,8 @@
 // choice is acyclic it is optimal for the real problem too. Otherwise each cycle of that
 // choice is cut off with
 //   sum over the cycle's e-classes of x over their e-nodes with a child in the cycle  <=  length-1
-// which every acyclic choice satisfies, and CBC solves again, warm-started from the best
+// which every acyclic choice satisfies (every cycle of two e-classes, such as x and
+// Neg(Neg(x)), is cut before the first solve), and CBC solves again, warm-started from the best
 // acyclic choice known. A second bound that no cycle can fool is the cheapest critical path
 // (an e-node's cost plus its costliest child's term), and it alone proves vgg optimal. The
 // reported bound is the better of the two. The DAG-aware heuristic's choice is the first warm
@@ -51,6 +56,8 @@ struct IlpOptions {
   Choice warm_start;
   // Called whenever the best cost or the bound moves (in the caller's thread).
   std::function<void(const IlpProgress&)> progress;
+  // Split the problem at separator e-classes (above); false solves it whole, for comparison.
+  bool split = true;
 };
 
 ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions& options = {});

@@ -1,5 +1,6 @@
 // `eqfuse extract FILE.json --method greedy|dag|ilp`: picks one term out of a serialized e-graph
-// (egraph-serialize JSON) and reports its DAG and tree cost; `--out` writes the choice.
+// (egraph-serialize JSON) and reports its DAG and tree cost; `--out` writes the choice; `--whole`
+// keeps the ILP from splitting the problem (an ablation).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@ struct ExtractArgs {
   double time_limit = 60;
   bool json = false;
   bool progress = false;
+  bool whole = false;
   std::string out;
 };
 
@@ -51,6 +53,7 @@ int run_extract(const ExtractArgs& args) {
     } else if (args.method == "ilp") {
       IlpOptions options;
       options.time_limit_seconds = args.time_limit;
+      options.split = !args.whole;
       if (args.progress || isatty(STDERR_FILENO))
         options.progress = [](const IlpProgress& p) {
           std::cerr << fmt::format("eqfuse extract: ilp {:6.1f} s  best {:.6f}  bound {:.6f}\n",
@@ -106,6 +109,9 @@ RegisterCommand extract_command{
        app.add_flag("--progress", args->progress,
                     "ILP: a line on stderr when the best cost or the bound moves (the default "
                     "when stderr is a terminal)");
+       app.add_flag("--whole", args->whole,
+                    "ILP: solve the problem in one piece, without splitting it at separator "
+                    "e-classes (to measure what the split gives)");
        app.add_option("--out", args->out, "write the choice {eclass id: node id} here");
        app.footer(
            "Examples:\n  eqfuse extract eg.json --method dag\n  eqfuse extract eg.json --method "

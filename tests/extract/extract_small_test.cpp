@@ -4,6 +4,7 @@
 #include <string>
 
 #include "extract/dag.h"
+#include "extract/decompose.h"
 #include "extract/greedy.h"
 #include "extract/ilp.h"
 #include "extract/reduce.h"
@@ -228,4 +229,81 @@ TEST_CASE("a problem written as a serialized e-graph reads back as the same prob
   auto ilp = extract_ilp(back.problem);
   CHECK(ilp.optimal);
   CHECK(ilp.dag_cost == 12);
+}
+
+namespace {
+// `stages` stages in a chain, each a separator S_i over S_{i-1}: S_i = h(A_i, B_i) (or one of
+// `padding` costlier h_k), A_i = p(X_i) | a(S_{i-1}) at 1 | 7, B_i = q(X_i) | b(S_{i-1}) at 1 | 7,
+// X_i = x(S_{i-1}, W) at 10 (or a costlier x_k) | neg(Y_i) at 0, Y_i = neg(X_i) at 0: each stage
+// costs 12 at best (X shared by A and B) and 14 through the leaves, and holds a 2-cycle. W is
+// a free weight that every stage reads. With `skip`, the last stage's A may read X_1 directly.
+struct Stages {
+  ExtractionProblem problem;
+  std::vector<ClassIndex> separators;
+  Choice leaves;  // every stage through a and b: 14 a stage
+};
+Stages stages(int stages, int padding, bool skip) {
+  Stages s;
+  ExtractionProblem& p = s.problem;
+  std::vector<NodeIndex> leaf_nodes;
+  ClassIndex w = p.add_class();
+  leaf_nodes.push_back(p.add_node(w, 0, {}));
+  ClassIndex input = p.add_class();
+  leaf_nodes.push_back(p.add_node(input, 1, {}));
+  ClassIndex previous = input, first_x = 0;
+  for (int i = 0; i < stages; ++i) {
+    ClassIndex x = p.add_class(), y = p.add_class(), a = p.add_class(), b = p.add_class(),
+               sep = p.add_class();
+    if (i == 0) first_x = x;
+    std::vector<ClassIndex> x_children{previous, w};
+    p.add_node(x, 10, x_children);
+    for (int k = 0; k < padding; ++k) p.add_node(x, 11 + k, x_children);
+    p.add_node(x, 0, std::vector<ClassIndex>{y});
+    p.add_node(y, 0, std::vector<ClassIndex>{x});
+    p.add_node(a, 1, std::vector<ClassIndex>{x});
+    leaf_nodes.push_back(p.add_node(a, 7, std::vector<ClassIndex>{previous}));
+    if (skip && i == stages - 1) p.add_node(a, 1, std::vector<ClassIndex>{first_x});
+    p.add_node(b, 1, std::vector<ClassIndex>{x});
+    leaf_nodes.push_back(p.add_node(b, 7, std::vector<ClassIndex>{previous}));
+    std::vector<ClassIndex> sep_children{a, b};
+    leaf_nodes.push_back(p.add_node(sep, 0, sep_children));
+    for (int k = 0; k < padding; ++k) p.add_node(sep, 1 + k, sep_children);
+    s.separators.push_back(sep);
+    previous = sep;
+  }
+  p.add_root(previous);
+  s.leaves.assign(p.num_classes(), kNoNode);
+  for (NodeIndex n : leaf_nodes) s.leaves[p.node_class(n)] = n;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("the exact extraction splits at separator e-classes and joins the parts' optima",
+          "[extract]") {
+  Stages s = stages(3, 30, false);
+  auto parts = split_at_separators(s.problem, 64);
+  REQUIRE(parts.size() == 4);  // a part per stage (with the one before it nested), and the root
+  for (int i = 0; i < 3; ++i) CHECK(parts[i].separator == s.separators[i]);
+  CHECK(parts[3].separator == kNoClass);
+  CHECK(parts[1].nested == std::vector<std::pair<ClassIndex, size_t>>{{s.separators[0], 0}});
+  // Smaller parts stay in their parent.
+  CHECK(split_at_separators(s.problem, 1000).size() == 1);
+
+  IlpOptions options;
+  options.warm_start = s.leaves;
+  REQUIRE(dag_cost(s.problem, options.warm_start) == 1 + 3 * 14);
+  auto ilp = extract_ilp(s.problem, options);
+  CHECK(is_valid_choice(s.problem, ilp.choice));
+  CHECK(ilp.dag_cost == 1 + 3 * 12);
+  CHECK(ilp.optimal);
+  CHECK(*ilp.bound == Approx(1 + 3 * 12));
+
+  // A node of the last stage that reads inside the first: no stage but the last separates.
+  Stages skipping = stages(3, 30, true);
+  parts = split_at_separators(skipping.problem, 64);
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[0].separator == skipping.separators[2]);
+  auto joined = extract_ilp(skipping.problem, {});
+  CHECK(joined.dag_cost == 1 + 12 + 12 + 8);  // the last A reads X_1 at 1, its B is b at 7
+  CHECK(joined.optimal);
 }

@@ -126,6 +126,15 @@ TEST_CASE("eqfuse optimize --dump-extraction: the problem eqfuse extract solves 
   // The exact solver on the dumped problem is never worse than the DAG-aware search was.
   CHECK(j["dag_cost"].get<double>() <= cost_ms * (1 + 1e-9));
   CHECK(j["bound"].get<double>() <= cost_ms * (1 + 1e-9));
+  // Solved whole, without the split at separator e-classes: a bound that holds as well.
+  again.push_back("--whole");
+  Result w = run_eqfuse(again);
+  INFO(describe(again, w));
+  REQUIRE(w.code == 0);
+  nlohmann::json whole = nlohmann::json::parse(w.out);
+  CHECK(whole["dag_cost"].get<double>() <= cost_ms * (1 + 1e-9));
+  CHECK(whole["bound"].get<double>() <= j["dag_cost"].get<double>() * (1 + 1e-9));
+  CHECK(j["bound"].get<double>() <= whole["dag_cost"].get<double>() * (1 + 1e-9));
 }
 
 TEST_CASE("eqfuse optimize: the same bytes at one and two threads", "[tools][fast]") {
