@@ -19,6 +19,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "extract/best_first.h"
 #include "extract/dag.h"
 #include "extract/decompose.h"
 #include "extract/isolated.h"
@@ -771,18 +772,42 @@ ExtractionResult solve_whole(const ExtractionProblem& problem, const IlpOptions&
   auto on_bound = [&](double b) { return rounded(b) >= best.dag_cost - slack(); };
 
   const double path_bound = critical_path_bound(p);
-  if (on_bound(path_bound)) {  // the warm start is on the bound
+  double search_bound = -COIN_DBL_MAX;  // best_first_search's, where it stopped short
+  if (on_bound(path_bound)) {           // the warm start is on the bound
     best.optimal = true;
     best.bound = best.dag_cost;
     best.seconds = elapsed();
     return best;
   }
+  // Best-first search, with up to half of the time: where it applies (acyclic, costs >= 0) it
+  // proves the optima whose LP bound is weak (extract/best_first.h); where it stops short, its
+  // bound still counts and CBC gets the rest.
+  {
+    BestFirstOptions search_options;
+    search_options.deadline = start + (deadline - start) / 2;
+    if (auto searched = best_first_search(p, reduced_warm.dag_cost, search_options)) {
+      if (!searched->choice.empty()) {
+        ExtractionResult found = make_result(problem, reduced.expand(problem, searched->choice));
+        if (found.dag_cost < best.dag_cost) best = std::move(found);
+      }
+      if (searched->complete || on_bound(searched->bound)) {
+        best.optimal = true;
+        best.bound = best.dag_cost;
+        best.seconds = elapsed();
+        return best;
+      }
+      if (options.progress && searched->bound > path_bound)
+        options.progress(
+            {elapsed(), best.dag_cost, std::min(rounded(searched->bound), best.dag_cost)});
+      search_bound = searched->bound;
+    }
+  }
   // The full solve and neighbourhood search, each in a child process (two at once where the
   // machine has two cores, else the full solve with the first 75% of the time and, unless it
   // proved the optimum, the search with the rest). Each reports bounds and better acyclic
   // choices as it finds them; a truncated last report (the child killed mid-write) is ignored.
-  double bound = path_bound;  // the best proven lower bound, as reported
-  bool proven = false;        // the full solve proved the best choice optimal, to CBC's gap
+  double bound = std::max(path_bound, search_bound);  // the best proven lower bound
+  bool proven = false;  // the full solve proved the best choice optimal, to CBC's gap
   Choice incumbent = reduced_warm.choice;
   double incumbent_cost = reduced_warm.dag_cost;
   const double scale = objective_scale(p, incumbent);  // the full solve's

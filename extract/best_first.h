@@ -1,0 +1,46 @@
+#pragma once
+// Exact extraction by best-first search (A*), for problems whose e-class graph is acyclic and
+// whose costs are non-negative. It complements the ILP where the LP relaxation is weak: on the
+// transformers' e-graphs, fused kernels that skip intermediate e-classes let a fractional
+// solution share one e-class between alternatives that no integral choice takes together, and
+// CBC's bound stalls 3-16% below the optimum, while this search proves it in seconds.
+//
+// The e-classes are decided one at a time in a fixed top-down order (every e-class after all its
+// parents: the reverse of a depth-first postorder from the roots, which keeps a layer's e-classes
+// together). A state is the set of e-classes that the e-nodes chosen so far need and that are not
+// decided yet; the next one decided is the first of them in the order, so the state alone says
+// where the search is, and two partial choices that need the same e-classes are one state. Its
+// cost so far is g; the estimate h is the sum, over every e-class that the state's e-classes
+// need in every term (the mandatory closure), of that e-class's cheapest e-node: each is still to
+// be chosen, once. h never overestimates, so the first complete state taken is optimal, and the
+// least estimate taken so far is a lower bound on the optimal DAG cost at any time.
+#include <chrono>
+#include <cstddef>
+#include <optional>
+
+#include "extract/choice.h"
+
+namespace eqfuse::extract {
+
+struct BestFirstOptions {
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // The states (each a bit set over the e-classes) stop growing past this: a stop, not an error.
+  size_t max_bytes = size_t{512} << 20;
+};
+
+struct BestFirstResult {
+  bool complete = false;  // the search ended: `bound` is the optimal DAG cost
+  double bound = 0;       // a proven lower bound on the DAG cost
+  Choice choice;          // a choice cheaper than the incumbent, when one was found
+  size_t states = 0;      // states stored, for reports and tests
+};
+
+// nullopt where the search does not apply: a cycle among the e-classes that the roots reach,
+// or a negative cost. `incumbent_cost` (the DAG cost of a known valid choice) prunes every state
+// whose estimate exceeds it; when nothing cheaper exists, `complete` is set with `bound` equal
+// to it and `choice` empty.
+std::optional<BestFirstResult> best_first_search(const ExtractionProblem& problem,
+                                                 double incumbent_cost,
+                                                 const BestFirstOptions& options = {});
+
+}  // namespace eqfuse::extract
