@@ -190,6 +190,9 @@ std::optional<BestFirstResult> best_first_search(const ExtractionProblem& p, dou
   if (p.min_cost() < 0) return std::nullopt;
   auto order = top_down_order(p);
   if (!order) return std::nullopt;
+  // The closures take a bit set per e-class; past half the room, the states would not fit.
+  const size_t closure_bytes = order->size() * ((order->size() + 63) / 64) * sizeof(uint64_t);
+  if (closure_bytes > options.max_bytes / 2) return std::nullopt;
   const Ordered o = order_problem(p, *order);
   const size_t words = o.words;
 
@@ -252,8 +255,8 @@ std::optional<BestFirstResult> best_first_search(const ExtractionProblem& p, dou
       result.states = states.size();
       return result;
     }
-    if (++taken % 256 == 0 && (std::chrono::steady_clock::now() >= options.deadline ||
-                               states.bytes() + open.size() * sizeof(Entry) > options.max_bytes)) {
+    if (closure_bytes + states.bytes() + open.size() * sizeof(Entry) > options.max_bytes ||
+        (++taken % 256 == 0 && std::chrono::steady_clock::now() >= options.deadline)) {
       result.states = states.size();
       return result;
     }

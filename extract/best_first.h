@@ -24,7 +24,8 @@ namespace eqfuse::extract {
 
 struct BestFirstOptions {
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  // The states (each a bit set over the e-classes) stop growing past this: a stop, not an error.
+  // The search stops when its tables (a bit set per e-class for the closures, one per state)
+  // would take more than this: a stop, not an error.
   size_t max_bytes = size_t{512} << 20;
 };
 
@@ -36,9 +37,9 @@ struct BestFirstResult {
 };
 
 // nullopt where the search does not apply: a cycle among the e-classes that the roots reach,
-// or a negative cost. `incumbent_cost` (the DAG cost of a known valid choice) prunes every state
-// whose estimate exceeds it; when nothing cheaper exists, `complete` is set with `bound` equal
-// to it and `choice` empty.
+// a negative cost, or so many e-classes that their closures take half of `max_bytes`.
+// `incumbent_cost` (the DAG cost of a known valid choice) prunes every state whose estimate exceeds
+// it; when nothing cheaper exists, `complete` is set with `bound` equal to it and `choice` empty.
 std::optional<BestFirstResult> best_first_search(const ExtractionProblem& problem,
                                                  double incumbent_cost,
                                                  const BestFirstOptions& options = {});

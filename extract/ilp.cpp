@@ -782,7 +782,7 @@ ExtractionResult solve_whole(const ExtractionProblem& problem, const IlpOptions&
   // Best-first search, with up to half of the time: where it applies (acyclic, costs >= 0) it
   // proves the optima whose LP bound is weak (extract/best_first.h); where it stops short, its
   // bound still counts and CBC gets the rest.
-  {
+  if (options.best_first) {
     BestFirstOptions search_options;
     search_options.deadline = start + (deadline - start) / 2;
     if (auto searched = best_first_search(p, reduced_warm.dag_cost, search_options)) {
@@ -929,6 +929,7 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
     for (NodeIndex j = 0; j < node_of.size(); ++j)
       if (node_of[j] != kNoNode) local_node[node_of[j]] = j;
     IlpOptions o;
+    o.best_first = options.best_first;
     o.warm_start.assign(sub.num_classes(), kNoNode);
     for (ClassIndex j = 0; j < sub.num_classes(); ++j) {
       auto it = local_node.find(combined[class_of[j]]);

@@ -1,6 +1,6 @@
 // `eqfuse extract FILE.json --method greedy|dag|ilp`: picks one term out of a serialized e-graph
 // (egraph-serialize JSON) and reports its DAG and tree cost; `--out` writes the choice; `--whole`
-// keeps the ILP from splitting the problem (an ablation).
+// keeps the ILP from splitting the problem and `--cbc-only` from searching best-first (ablations).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -26,6 +26,7 @@ struct ExtractArgs {
   bool json = false;
   bool progress = false;
   bool whole = false;
+  bool cbc_only = false;
   std::string out;
 };
 
@@ -54,6 +55,7 @@ int run_extract(const ExtractArgs& args) {
       IlpOptions options;
       options.time_limit_seconds = args.time_limit;
       options.split = !args.whole;
+      options.best_first = !args.cbc_only;
       if (args.progress || isatty(STDERR_FILENO))
         options.progress = [](const IlpProgress& p) {
           std::cerr << fmt::format("eqfuse extract: ilp {:6.1f} s  best {:.6f}  bound {:.6f}\n",
@@ -112,6 +114,9 @@ RegisterCommand extract_command{
        app.add_flag("--whole", args->whole,
                     "ILP: solve the problem in one piece, without splitting it at separator "
                     "e-classes (to measure what the split gives)");
+       app.add_flag("--cbc-only", args->cbc_only,
+                    "ILP: leave the whole search to CBC, without the best-first search that "
+                    "runs first on acyclic problems (to measure what that search gives)");
        app.add_option("--out", args->out, "write the choice {eclass id: node id} here");
        app.footer(
            "Examples:\n  eqfuse extract eg.json --method dag\n  eqfuse extract eg.json --method "

@@ -132,12 +132,16 @@ TEST_CASE("best-first search refuses cycles and negative costs, and stops at its
   REQUIRE(stopped);
   CHECK_FALSE(stopped->complete);
   CHECK(stopped->bound <= 400);
+  // Room for the closures (400 bit sets of 7 words) and a few states, not for 800 of them.
   BestFirstOptions small;
-  small.max_bytes = 1;
+  small.max_bytes = 400 * 7 * 8 * 2 + 8192;
   auto full = best_first_search(chain, 800, small);
   REQUIRE(full);
   CHECK_FALSE(full->complete);
   CHECK(full->bound <= 400);
+  CHECK(full->states < 800);
+  small.max_bytes = 400 * 7 * 8;  // not even room for the closures: the search does not apply
+  CHECK_FALSE(best_first_search(chain, 800, small));
   auto done = best_first_search(chain, 800);
   REQUIRE(done);
   CHECK(done->complete);
