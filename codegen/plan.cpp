@@ -42,6 +42,14 @@ ir::SymInt byte_size(const ir::Graph& g, ValueId v, ir::DType stored) {
   return n;
 }
 
+// Whether two types have one shape, dim by dim (symbols compared as symbols).
+bool same_shape(const ir::TensorType& a, const ir::TensorType& b) {
+  if (!a.shape.has_rank() || !b.shape.has_rank() || a.shape.rank() != b.shape.rank()) return false;
+  for (size_t d = 0; d < a.shape.rank(); ++d)
+    if (!(a.shape[d].sym() == b.shape[d].sym())) return false;
+  return true;
+}
+
 // Whether input k of pointwise node n is read at the element n writes: layout ops that keep the
 // row-major linear index, and elementwise operands of the output's own shape (not broadcast).
 bool reads_at_own_element(const ir::Graph& g, const ir::Node& n, size_t k) {
@@ -49,19 +57,17 @@ bool reads_at_own_element(const ir::Graph& g, const ir::Node& n, size_t k) {
                                                                 "Unsqueeze", "Identity", "Dropout"};
   if (kSameIndex.count(n.op_type)) return k == 0;
   if (!n.def || (!n.def->scalar && !n.def->scalar_for_node)) return false;
-  const ir::TensorType& in = g.value(n.inputs[k]).type;
-  const ir::TensorType& out = g.value(n.outputs[0]).type;
-  if (!in.shape.has_rank() || !out.shape.has_rank() || in.shape.rank() != out.shape.rank())
-    return false;
-  for (size_t d = 0; d < in.shape.rank(); ++d)
-    if (!(in.shape[d].sym() == out.shape[d].sym())) return false;
-  return true;
+  return same_shape(g.value(n.inputs[k]).type, g.value(n.outputs[0]).type);
 }
 
-// Whether the pointwise stage of `root` reads `target` only at the element it writes: every path
-// of recomputed values from the stage's output down to `target` keeps the element's index.
+// Whether the stage of `root` reads `target` only at the element it writes: every path of
+// recomputed values from the stage's output down to `target` keeps the element's index. For a
+// row stage (`row`: Softmax, LayerNorm) the row's input counts as read where it is written: its
+// reductions read the whole row, but all of them end before the row's first write, and the
+// writing pass reads the input only at the element it writes (on both targets one thread, or one
+// warp, takes a row).
 bool stage_reads_only_own_element(const ir::Graph& g, NodeId root, ValueId target,
-                                  const std::vector<bool>& materialized) {
+                                  const std::vector<bool>& materialized, bool row) {
   std::set<std::pair<ValueId, bool>> seen;  // (value, read at the written element)
   std::vector<std::pair<ValueId, bool>> todo;
   auto push_inputs = [&](const ir::Node& n, bool aligned) {
@@ -69,7 +75,16 @@ bool stage_reads_only_own_element(const ir::Graph& g, NodeId root, ValueId targe
       if (k < n.inputs.size() && n.inputs[k] != ir::kNoValue)
         todo.push_back({n.inputs[k], aligned && reads_at_own_element(g, n, k)});
   };
-  push_inputs(g.node(root), true);
+  const ir::Node& stage_node = g.node(root);
+  if (row && !stage_node.inputs.empty() && stage_node.inputs[0] != ir::kNoValue &&
+      same_shape(g.value(stage_node.inputs[0]).type, g.value(stage_node.outputs[0]).type)) {
+    todo.push_back({stage_node.inputs[0], true});
+    for (size_t k : data_inputs(stage_node))
+      if (k > 0 && k < stage_node.inputs.size() && stage_node.inputs[k] != ir::kNoValue)
+        todo.push_back({stage_node.inputs[k], false});
+  } else {
+    push_inputs(stage_node, !row);
+  }
   while (!todo.empty()) {
     auto [v, aligned] = todo.back();
     todo.pop_back();
@@ -403,17 +418,18 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     for (ValueId v : plan.stages[i].reads)
       if (auto it = life_of.find(v); it != life_of.end())
         lives[it->second].last = std::max(lives[it->second].last, i);
-  // A pointwise stage that reads an arena value for the last time, only at the element it
-  // writes, may write in place over it when both are arena values of one size.
+  // A pointwise or row stage that reads an arena value for the last time, only at the element
+  // it writes, may write in place over it when both are arena values of one size.
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     Stage& s = plan.stages[i];
-    if (s.kind != StageKind::Pointwise || s.node == ir::kNoNode) continue;
+    const bool row = s.kind == StageKind::Softmax || s.kind == StageKind::LayerNorm;
+    if ((s.kind != StageKind::Pointwise && !row) || s.node == ir::kNoNode) continue;
     for (ValueId r : s.reads) {
       auto in = life_of.find(r);
       if (in == life_of.end() || lives[in->second].last != i ||
-          !stage_reads_only_own_element(g, s.node, r, mat))
+          !stage_reads_only_own_element(g, s.node, r, mat, row))
         continue;
-      s.last_read_at_own_element = r;
+      if (!row) s.last_read_at_own_element = r;  // only pointwise epilogues merge
       const Buffer &rb = *plan.buffer(r), &ob = *plan.buffer(s.output);
       auto out = life_of.find(s.output);
       if (out != life_of.end() && rb.bytes == ob.bytes &&

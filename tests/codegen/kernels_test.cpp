@@ -90,6 +90,41 @@ TEST_CASE("a stage writes in place only over an operand it reads at the element 
   for (int64_t n : {1, 3, 8}) check_twin(g, {{n, 5, 5}, {25}});
 }
 
+TEST_CASE("a row stage writes in place over the row it normalizes, never over a broadcast") {
+  GraphBuilder b;
+  const Dim n = Dim::symbol("n");
+  ValueId x = b.input("x", DType::f32, {n, Dim(4), Dim(7)});
+  ValueId mask = b.input("mask", DType::f32, {Dim(1), Dim(4), Dim(7)});
+  ValueId res = b.input("res", DType::f32, {n, Dim(4), Dim(7)});
+  ValueId e = b.op("Exp", {x});
+  ValueId m = b.op("Mul", {e, mask});                            // arena, read by the softmax only
+  ValueId soft = b.op("Softmax", {m}, {{"axis", int64_t{-1}}});  // over m: its own row
+  ValueId t = b.op("Tanh", {mask});  // a broadcast operand: the softmax below reads it per row
+  ValueId masked = b.op("Softmax", {b.op("Add", {soft, t})}, {{"axis", int64_t{-1}}});
+  ValueId gamma = b.weight("gamma", random_tensor({7}, 3));
+  ValueId beta = b.weight("beta", random_tensor({7}, 4));
+  ValueId sum = b.op("Add", {masked, res});
+  ValueId ln = b.op("LayerNormalization", {sum, gamma, beta}, {{"axis", int64_t{-1}}});
+  b.output(ln);
+  ir::Graph g = std::move(b).finish();
+  codegen::KernelPlan plan = codegen::make_plan(g);
+  std::map<std::string, std::optional<std::string>> over;
+  for (const codegen::Stage& st : plan.stages)
+    if (st.node != ir::kNoNode)
+      over[plan.graph.value(plan.graph.node(st.node).outputs[0]).name] =
+          st.in_place_of ? std::optional(plan.graph.value(*st.in_place_of).name) : std::nullopt;
+  auto name = [&](ValueId v) { return g.value(v).name; };
+  INFO("stages: " << plan.stages.size());
+  REQUIRE(over.count(name(soft)) == 1);
+  CHECK(over.at(name(soft)) == name(m));
+  // The second softmax reads t (a broadcast [1, 4, 7]) and soft: in place over soft at most.
+  REQUIRE(over.count(name(masked)) == 1);
+  CHECK(over.at(name(masked)) != std::optional(name(t)));
+  for (int64_t k : {1, 3, 8})
+    CHECK_FALSE(codegen::check_buffer_plan(plan.arena, plan.lifetimes, {{"n", k}}).has_value());
+  for (int64_t k : {1, 3, 8}) check_twin(g, {{k, 4, 7}, {1, 4, 7}, {k, 4, 7}});
+}
+
 TEST_CASE("a Concat's producers write their slices of it; the Concat stage does nothing") {
   GraphBuilder b;
   ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(3), Dim(6), Dim(5)});
