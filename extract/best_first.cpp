@@ -62,8 +62,9 @@ struct Ordered {
   std::vector<double> option_cost;
   std::vector<uint32_t> child_begin;  // per option, into child_position; options + 1 entries
   std::vector<uint32_t> child_position;
-  std::vector<double> cheapest;     // per position, its cheapest e-node's cost
-  std::vector<uint64_t> mandatory;  // per position, `words` words: the e-classes in every term
+  std::vector<double> cheapest;       // per position, its cheapest e-node's cost
+  std::vector<double> critical_path;  // per position, the least cost of a term's costliest chain
+  std::vector<uint64_t> mandatory;    // per position, `words` words: the e-classes in every term
   std::vector<uint32_t> root_position;
 
   std::span<const uint64_t> mandatory_of(size_t position) const {
@@ -114,6 +115,18 @@ Ordered order_problem(const ExtractionProblem& p, const std::vector<ClassIndex>&
     all[i / 64] |= uint64_t{1} << (i % 64);
     std::copy(all.begin(), all.end(),
               o.mandatory.begin() + static_cast<std::ptrdiff_t>(i * o.words));
+  }
+  // Bottom-up: a term costs at least its root e-node plus a term of its costliest child.
+  o.critical_path.assign(o.size, 0);
+  for (size_t i = o.size; i-- > 0;) {
+    double least = std::numeric_limits<double>::infinity();
+    for (uint32_t opt = o.option_begin[i]; opt < o.option_begin[i + 1]; ++opt) {
+      double chain = 0;
+      for (uint32_t j = o.child_begin[opt]; j < o.child_begin[opt + 1]; ++j)
+        chain = std::max(chain, o.critical_path[o.child_position[j]]);
+      least = std::min(least, o.option_cost[opt] + chain);
+    }
+    o.critical_path[i] = least;
   }
   for (ClassIndex r : p.roots()) o.root_position.push_back(position[r]);
   return o;
@@ -196,20 +209,25 @@ std::optional<BestFirstResult> best_first_search(const ExtractionProblem& p, dou
   const Ordered o = order_problem(p, *order);
   const size_t words = o.words;
 
-  // h: the cheapest e-node of each e-class in the mandatory closure of the state's bits.
+  // h: the larger of two lower bounds on what is left to pay: the cheapest e-node of each
+  // e-class in the mandatory closure of the state's e-classes, and the critical path of its
+  // costliest e-class.
   std::vector<uint64_t> closure(words);
   auto estimate = [&](std::span<const uint64_t> bits) {
     std::fill(closure.begin(), closure.end(), 0);
+    double path = 0;
     for (size_t w = 0; w < words; ++w)
       for (uint64_t b = bits[w]; b; b &= b - 1) {
-        auto row = o.mandatory_of(w * 64 + static_cast<size_t>(std::countr_zero(b)));
+        const size_t i = w * 64 + static_cast<size_t>(std::countr_zero(b));
+        path = std::max(path, o.critical_path[i]);
+        auto row = o.mandatory_of(i);
         for (size_t v = 0; v < words; ++v) closure[v] |= row[v];
       }
     double sum = 0;
     for (size_t w = 0; w < words; ++w)
       for (uint64_t b = closure[w]; b; b &= b - 1)
         sum += o.cheapest[w * 64 + static_cast<size_t>(std::countr_zero(b))];
-    return sum;
+    return std::max(sum, path);
   };
 
   BestFirstResult result;
