@@ -779,12 +779,14 @@ ExtractionResult solve_whole(const ExtractionProblem& problem, const IlpOptions&
     best.seconds = elapsed();
     return best;
   }
-  // Best-first search, with up to half of the time: where it applies (acyclic, costs >= 0) it
-  // proves the optima whose LP bound is weak (extract/best_first.h); where it stops short, its
-  // bound still counts and CBC gets the rest.
+  // Best-first search, with up to a quarter of the time and 128 MiB: where it applies (costs
+  // >= 0) it proves the optima whose LP bound is weak (extract/best_first.h), on the shared
+  // models in milliseconds and a few MiB; where it stops short (tensat's e-graphs), its bound
+  // still counts and CBC gets the rest.
   if (options.best_first) {
     BestFirstOptions search_options;
-    search_options.deadline = start + (deadline - start) / 2;
+    search_options.deadline = start + (deadline - start) / 4;
+    search_options.max_bytes = size_t{128} << 20;
     if (auto searched = best_first_search(p, reduced_warm.dag_cost, search_options)) {
       if (!searched->choice.empty()) {
         ExtractionResult found = make_result(problem, reduced.expand(problem, searched->choice));

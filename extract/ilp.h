@@ -58,8 +58,8 @@ struct IlpOptions {
   std::function<void(const IlpProgress&)> progress;
   // Split the problem at separator e-classes (above); false solves it whole, for comparison.
   bool split = true;
-  // Before CBC, search best-first (extract/best_first.h) with up to half of each solve's time,
-  // where the problem is acyclic; false leaves everything to CBC, for comparison.
+  // Before CBC, search best-first (extract/best_first.h) with up to a quarter of each solve's
+  // time; false leaves everything to CBC, for comparison.
   bool best_first = true;
 };
 

@@ -116,7 +116,7 @@ RegisterCommand extract_command{
                     "e-classes (to measure what the split gives)");
        app.add_flag("--cbc-only", args->cbc_only,
                     "ILP: leave the whole search to CBC, without the best-first search that "
-                    "runs first on acyclic problems (to measure what that search gives)");
+                    "runs first (to measure what that search gives)");
        app.add_option("--out", args->out, "write the choice {eclass id: node id} here");
        app.footer(
            "Examples:\n  eqfuse extract eg.json --method dag\n  eqfuse extract eg.json --method "
