@@ -156,6 +156,11 @@ Ordered order_problem(const ExtractionProblem& p, const std::vector<ClassIndex>&
     }
     end = begin;
   }
+  // An e-class on a cycle with no finite term keeps every bit; the padding past the last
+  // position must not count.
+  if (o.size % 64 != 0)
+    for (size_t i = 0; i < o.size; ++i)
+      o.mandatory[i * o.words + o.words - 1] &= (uint64_t{1} << (o.size % 64)) - 1;
   // Bottom-up by component, to a fixed point inside one (least: from infinity down, each pass
   // admits deeper terms): a term costs at least its root e-node plus a term of its costliest
   // child.
