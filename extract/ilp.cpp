@@ -771,14 +771,15 @@ ExtractionResult solve_whole(const ExtractionProblem& problem, const IlpOptions&
   auto rounded = [&](double b) { return round_up_to_step(b, step, slack()); };
   auto on_bound = [&](double b) { return rounded(b) >= best.dag_cost - slack(); };
 
-  const double path_bound = critical_path_bound(p);
-  double search_bound = -COIN_DBL_MAX;  // best_first_search's, where it stopped short
-  if (on_bound(path_bound)) {           // the warm start is on the bound
+  auto proved_optimal = [&] {
     best.optimal = true;
     best.bound = best.dag_cost;
     best.seconds = elapsed();
     return best;
-  }
+  };
+  const double path_bound = critical_path_bound(p);
+  if (on_bound(path_bound)) return proved_optimal();  // the warm start is on the bound
+  double search_bound = -COIN_DBL_MAX;                // best_first_search's, where it stopped short
   // Best-first search, with up to a quarter of the time and 128 MiB: where it applies (costs
   // >= 0) it proves the optima whose LP bound is weak (extract/best_first.h), on the shared
   // models in milliseconds and a few MiB; where it stops short (tensat's e-graphs), its bound
@@ -792,12 +793,7 @@ ExtractionResult solve_whole(const ExtractionProblem& problem, const IlpOptions&
         ExtractionResult found = make_result(problem, reduced.expand(problem, searched->choice));
         if (found.dag_cost < best.dag_cost) best = std::move(found);
       }
-      if (searched->complete || on_bound(searched->bound)) {
-        best.optimal = true;
-        best.bound = best.dag_cost;
-        best.seconds = elapsed();
-        return best;
-      }
+      if (searched->complete || on_bound(searched->bound)) return proved_optimal();
       if (options.progress && searched->bound > path_bound)
         options.progress(
             {elapsed(), best.dag_cost, std::min(rounded(searched->bound), best.dag_cost)});
