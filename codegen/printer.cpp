@@ -79,6 +79,8 @@ std::string iadd(const std::string& a, const std::string& b) {
 }
 // The C++ twin's row loops (MatMul, Conv) accumulate blocks of this many outputs on the stack.
 constexpr int kRowBlock = 1024;
+// The C++ twin's convolution tiles: outputs along a row whose sums stay in registers.
+constexpr int kConvTile = 8;
 
 std::string imul(const std::string& a, const std::string& b) {
   if (is_zero(a) || is_zero(b)) return "0";
@@ -268,7 +270,7 @@ class Writer {
   std::string body_matmul_element(const Stage& s);
   std::string body_matmul_rows(const Stage& s);
   std::string body_conv(const Stage& s);
-  std::string body_conv_rows(const Stage& s);
+  std::string body_conv_tiles(const Stage& s);
   // MatMul and Gemm handed to a BLAS where the operands are f32 and their batch dims either
   // match the output's or broadcast whole: the geometry (C expressions), or nullopt.
   struct LibraryGemm {
@@ -293,7 +295,7 @@ class Writer {
   std::string cpu_function(const std::string& name, const std::string& head, ValueId output,
                            const std::string& items, const std::string& work,
                            std::string& functions);
-  // The work of one item of the row forms (body_matmul_rows, body_conv_rows); "" otherwise.
+  // The work of one item of the row forms (body_matmul_rows, body_conv_tiles); "" otherwise.
   std::string row_work_;
   // A stage function's parameters (the dims, then each buffer the body used, the output first),
   // its call's arguments and their addresses (for a launch through a table, as
@@ -1011,62 +1013,106 @@ std::string Writer::body_conv(const Stage& s) {
   return numel(out);
 }
 
-// The CPU form of a 2-D convolution: one item per output row (n, m, oh), accumulating each
-// kernel tap over the whole row, so the innermost loop runs along the row (it vectorizes at
-// stride 1). Operands are contiguous buffers.
-std::string Writer::body_conv_rows(const Stage& s) {
+// The CPU form of a 2-D convolution, in register tiles: one item per (n, block of `mb` output
+// channels of one group, output row). Along the row, a tile of kConvTile outputs keeps its
+// mb x kConvTile sums in vector registers (named variables of the compilers' vector extension,
+// so that no compiler has to prove an array can live in registers) over every (channel, tap):
+// each input vector feeds mb multiply-adds and each weight a whole tile. A tile whose every
+// tap lies inside the input row loads its inputs directly; an edge tile (padding, the row's
+// end) loads the valid ones and zeros the rest. Operands are contiguous buffers.
+std::string Writer::body_conv_tiles(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   ir::OpContext ctx = ir::make_context(g_, n);
   ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
-  std::vector<int64_t> kernel = {type(w).shape[2].value(), type(w).shape[3].value()};
-  auto win = window_of(g_, n, kernel);
-  int64_t group = ctx.attr_int("group");
+  const int64_t kh_size = type(w).shape[2].value(), kw_size = type(w).shape[3].value();
+  auto win = window_of(g_, n, {kh_size, kw_size});
+  const int64_t group = ctx.attr_int("group");
+  const int64_t mg = type(w).shape[0].value() / group;
+  const int64_t mb = mg % 4 == 0 ? 4 : mg % 2 == 0 ? 2 : 1;
+  const int64_t taps = kh_size * kw_size;
+  const int64_t sh = win[0].stride, ph = win[0].pad_begin, dh = win[0].dilation;
+  const int64_t sw = win[1].stride, pw = win[1].pad_begin, dw = win[1].dilation;
+  constexpr int kLanes = 4, kVectors = kConvTile / kLanes;
   std::string ct = compute_type({type(out).dtype});
   std::string OW = dim(out, 3), H = dim(x, 2), W = dim(x, 3), C = dim(x, 1), Cg = dim(w, 1);
-  std::vector<std::string> rdims = {dim(out, 0), dim(out, 1), dim(out, 2)};
-  std::vector<bool> rone = {dim_is_one(out, 0), dim_is_one(out, 1), dim_is_one(out, 2)};
-  Index r = decompose("i", rdims, rone);
-  std::string bias = "0";
-  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
-    bias = "(" + ct + ")" + elem(n.inputs[2], Index{r[1]});
-  row_work_ = imul(imul(OW, Cg), std::to_string(kernel[0] * kernel[1]));
-  line(fmt::format("const int64_t grp = {} / ({} / {});", r[1], dim(w, 0), group));
-  // Blocks of the row accumulate on the stack in the compute type; the output is written once.
-  open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, kRowBlock));
+  std::string blocks = fmt::format("({} / {})", dim(out, 1), mb);
+  Index r = decompose("i", {dim(out, 0), blocks, dim(out, 2)},
+                      {dim_is_one(out, 0), mb == 1 && dim_is_one(out, 1), dim_is_one(out, 2)});
+  row_work_ = imul(imul(OW, Cg), std::to_string(mb * taps));
   line(
-      fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", OW, kRowBlock, OW, kRowBlock));
-  line(fmt::format("{} acc[{}];", ct, kRowBlock));
-  line(fmt::format("for (int64_t q = 0; q < qb; ++q) acc[q] = {};", bias));
-  open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
-  line(fmt::format("const {}* xc = {} + ({} * {} + grp * {} + c) * {} * {};", buffer_type(x),
-                   ptr(x), r[0], C, Cg, H, W));
-  line(fmt::format("const {}* wc = {} + ({} * {} + c) * {};", buffer_type(w), ptr(w), r[1], Cg,
-                   kernel[0] * kernel[1]));
-  open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kernel[0]));
-  line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], win[0].stride,
-                   win[0].pad_begin, win[0].dilation));
-  line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
-  line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
-  open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kernel[1]));
-  int64_t sw = win[1].stride, pw = win[1].pad_begin, dw = win[1].dilation;
-  line(fmt::format("const {} wv = ({})wc[kh * {} + kw];", ct, ct, kernel[1]));
-  line(fmt::format("const int64_t off = kw * {} - {};", dw, pw));
-  // The outputs of this block whose input column q*sw + off lies in [0, W).
-  line(fmt::format("int64_t lo = off < 0 ? (-off + {} - 1) / {} : 0;", sw, sw));
-  line(fmt::format("int64_t hi = ({} - off + {} - 1) / {};", W, sw, sw));
-  line("if (lo < q0) lo = q0;");
-  line("if (hi > q0 + qb) hi = q0 + qb;");
-  line("#pragma omp simd");
-  line(fmt::format("for (int64_t q = lo; q < hi; ++q) acc[q - q0] += wv * ({})xr[q * {} + off];",
-                   ct, sw));
+      fmt::format("typedef {} vec __attribute__((vector_size({} * sizeof({}))));", ct, kLanes, ct));
+  line(fmt::format("const int64_t m0 = {} * {};", r[1], mb));
+  line(fmt::format("const int64_t grp = m0 / {};", mg));
+  line(fmt::format("const {}* xg = {} + ({} * {} + grp * {}) * {} * {};", buffer_type(x), ptr(x),
+                   r[0], C, Cg, H, W));
+  line(fmt::format("const {}* wm = {} + m0 * {} * {};", buffer_type(w), ptr(w), Cg, taps));
+  std::vector<std::string> bias(size_t(mb), "0");
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    for (int64_t k = 0; k < mb; ++k)
+      bias[size_t(k)] = "(" + ct + ")" + elem(n.inputs[2], Index{iadd("m0", std::to_string(k))});
+  auto acc = [](int64_t k, int h) { return fmt::format("acc{}_{}", k, h); };
+  open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, kConvTile));
+  line(
+      fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", OW, kConvTile, OW, kConvTile));
+  for (int64_t k = 0; k < mb; ++k)
+    for (int h = 0; h < kVectors; ++h)
+      line(fmt::format("vec {} = (vec){{}} + {};", acc(k, h), bias[size_t(k)]));
+  // Inside: the first tap of the first output and the last tap of the last lie in the row.
+  line(fmt::format(
+      "const bool inside = qb == {} && q0 * {} - {} >= 0 && (q0 + {}) * {} - {} + {} < {};",
+      kConvTile, sw, pw, kConvTile - 1, sw, pw, (kw_size - 1) * dw, W));
+  auto reduction = [&](bool inside) {
+    open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
+    line(fmt::format("const {}* xc = xg + c * {} * {};", buffer_type(x), H, W));
+    line(fmt::format("const {}* wc = wm + c * {};", buffer_type(w), taps));
+    open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kh_size));
+    line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], sh, ph, dh));
+    line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
+    line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
+    open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kw_size));
+    line(fmt::format("const int64_t off = q0 * {} - {} + kw * {};", sw, pw, dw));
+    for (int h = 0; h < kVectors; ++h) {
+      std::string lanes;
+      for (int u = 0; u < kLanes; ++u) {
+        int64_t at = int64_t(h * kLanes + u) * sw;
+        std::string p = fmt::format("off + {}", at);
+        lanes += (u ? ", " : "") +
+                 (inside ? fmt::format("({})xr[{}]", ct, p)
+                         : fmt::format("({} < qb && {} >= 0 && {} < {} ? ({})xr[{}] : ({})0)",
+                                       h * kLanes + u, p, p, W, ct, p, ct));
+      }
+      if (inside && sw == 1 && buffer_type(x) == ct)
+        line(fmt::format("vec x{}; memcpy(&x{}, xr + off + {}, sizeof(vec));", h, h, h * kLanes));
+      else
+        line(fmt::format("const vec x{} = {{{}}};", h, lanes));
+    }
+    for (int64_t k = 0; k < mb; ++k) {
+      line(fmt::format("const {} w{} = ({})wc[{} + kh * {} + kw];", ct, k, ct,
+                       imul(std::to_string(k), imul(Cg, std::to_string(taps))), kw_size));
+      for (int h = 0; h < kVectors; ++h) line(fmt::format("{} += w{} * x{};", acc(k, h), k, h));
+    }
+    close();
+    close();
+    close();
+  };
+  open("if (inside)");
+  reduction(true);
   close();
+  open("else");
+  reduction(false);
   close();
+  for (int64_t k = 0; k < mb; ++k)
+    for (int h = 0; h < kVectors; ++h)
+      for (int u = 0; u < kLanes; ++u) {
+        int q = h * kLanes + u;
+        open(fmt::format("if ({} < qb)", q));
+        std::string m = iadd("m0", std::to_string(k));
+        Index at = {r[0], m, r[2], fmt::format("(q0 + {})", q)};
+        store_output(out, linear(out, at), at, fmt::format("{}[{}]", acc(k, h), u));
+        close();
+      }
   close();
-  open("for (int64_t q = 0; q < qb; ++q)");
-  store_output(out, iadd(imul("i", OW), "(q0 + q)"), {r[0], r[1], r[2], "(q0 + q)"}, "acc[q]");
-  close();
-  close();
-  return imul(imul(dim(out, 0), dim(out, 1)), dim(out, 2));
+  return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
 }
 
 std::string Writer::body_pool(const Stage& s) {
@@ -1358,9 +1404,9 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       case StageKind::Conv: {
         const ir::Node& n = g_.node(s.node);
         const auto& ws = type(n.inputs[1]).shape;
-        rows_form = target_ == Target::Cpu && rank(n.inputs[0]) == 4 && ws[2].is_static() &&
-                    ws[3].is_static();
-        items = rows_form ? body_conv_rows(s) : body_conv(s);
+        rows_form = target_ == Target::Cpu && rank(n.inputs[0]) == 4 && ws[0].is_static() &&
+                    ws[2].is_static() && ws[3].is_static();
+        items = rows_form ? body_conv_tiles(s) : body_conv(s);
         break;
       }
       case StageKind::Pool:

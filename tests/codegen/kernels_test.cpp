@@ -290,6 +290,41 @@ TEST_CASE("convolution with bias and relu, pooling") {
     check_twin(g, {{n, 3, 9, 7}, {4, 3, 3, 3}, {4}, {4, 1, 3, 3}, {n, 2, 10}, {3, 2, 3}});
 }
 
+TEST_CASE("convolution tiles: inside and edge tiles, strides, dilations, groups") {
+  // Rows of 29 outputs: the twin's tiles of 8 are an edge tile (padding), two inside tiles and a
+  // short edge tile; output channels per group of 8, 3 and 2 take blocks of 4, 1 and 2.
+  GraphBuilder b;
+  auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
+  ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(6), Dim(13), Dim(29)});
+  ValueId w8 = b.input("w8", DType::f32, {Dim(8), Dim(6), Dim(3), Dim(3)});
+  ValueId b8 = b.input("b8", DType::f32, {Dim(8)});
+  ValueId w6 = b.input("w6", DType::f32, {Dim(6), Dim(3), Dim(3), Dim(5)});
+  ValueId w4 = b.input("w4", DType::f32, {Dim(4), Dim(3), Dim(3), Dim(3)});
+  ValueId w1 = b.input("w1", DType::f32, {Dim(4), Dim(6), Dim(1), Dim(1)});
+  ValueId wd = b.input("wd", DType::f32, {Dim(6), Dim(1), Dim(3), Dim(3)});
+  b.output(b.op("Relu", {b.op("Conv", {x, w8, b8}, {{"pads", ints({1, 1, 1, 1})}})}));
+  b.output(b.op("Conv", {x, w6},
+                {{"group", int64_t{2}},
+                 {"strides", ints({2, 3})},
+                 {"dilations", ints({1, 2})},
+                 {"pads", ints({0, 2, 1, 3})}}));
+  b.output(b.op("Conv", {x, w4},
+                {{"group", int64_t{2}}, {"strides", ints({1, 2})}, {"pads", ints({2, 0, 0, 1})}}));
+  b.output(b.op("Conv", {x, w1}));
+  b.output(
+      b.op("Conv", {x, wd},
+           {{"group", int64_t{6}}, {"dilations", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}));
+  ir::Graph g = std::move(b).finish();
+  for (int64_t n : {1, 2})
+    check_twin(g, {{n, 6, 13, 29},
+                   {8, 6, 3, 3},
+                   {8},
+                   {6, 3, 3, 5},
+                   {4, 3, 3, 3},
+                   {4, 6, 1, 1},
+                   {6, 1, 3, 3}});
+}
+
 TEST_CASE("every elementwise op of the table compiles and matches") {
   GraphBuilder b;
   ValueId x = b.input("x", DType::f32, {Dim(17)});
