@@ -43,6 +43,22 @@ bool use_cblas(const std::string& cxx) {
   return found;
 }
 
+// The host's CPU as the compiler's -march=native sees it (model and feature flags), so that a
+// cache shared between machines never hands one machine another's instructions.
+const std::string& host_cpu() {
+  static const std::string id = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line, model, flags;
+    while (std::getline(in, line) && (model.empty() || flags.empty())) {
+      if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+      if (flags.empty() && (line.rfind("flags", 0) == 0 || line.rfind("Features", 0) == 0))
+        flags = line;
+    }
+    return model + "\n" + flags;
+  }();
+  return id;
+}
+
 }  // namespace
 
 std::unique_ptr<CpuModule> CpuModule::build(
@@ -51,7 +67,9 @@ std::unique_ptr<CpuModule> CpuModule::build(
   std::unique_ptr<CpuModule> m(new CpuModule());
   m->plan_ = make_plan(graph, options);
   std::string source = print_kernels(m->plan_, Target::Cpu);
-  std::string flags = "-std=c++17 -O3 -fopenmp -fPIC -shared -w";
+  // -march=native: the twin runs where it is compiled (fused multiply-adds where the CPU has
+  // them; the tiles of the contractions and convolutions are written for them).
+  std::string flags = "-std=c++17 -O3 -march=native -fopenmp -fPIC -shared -w";
   std::string cxx = system_compiler();
   std::string libs;
   bool blas = use_cblas(cxx);
@@ -59,7 +77,8 @@ std::unique_ptr<CpuModule> CpuModule::build(
     flags += " -DEQFUSE_CBLAS";
     libs = " -lblas";
   }
-  fs::path dir = cache_root() / "cpu" / source_hash(source + "\n" + cxx + " " + flags + libs);
+  fs::path dir = cache_root() / "cpu" /
+                 source_hash(source + "\n" + cxx + " " + flags + libs + "\n" + host_cpu());
   fs::path lib = dir / "model.so";
   CpuBuildInfo local;
   CpuBuildInfo& bi = info ? *info : local;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+
 #include <cmath>
 #include <optional>
 #include <regex>
@@ -79,8 +81,9 @@ std::string iadd(const std::string& a, const std::string& b) {
 }
 // The C++ twin's row loops (MatMul, Conv) accumulate blocks of this many outputs on the stack.
 constexpr int kRowBlock = 1024;
-// The C++ twin's convolution tiles: outputs along a row whose sums stay in registers.
-constexpr int kConvTile = 8;
+// The C++ twin's register tiles: sums that stay in registers, in vectors of the compilers'
+// vector extension, as wide as the target's registers (vector_variants).
+constexpr int kTileAccumulators = 8;  // vector accumulators per tile (of 16 registers)
 
 std::string imul(const std::string& a, const std::string& b) {
   if (is_zero(a) || is_zero(b)) return "0";
@@ -297,6 +300,23 @@ class Writer {
                            std::string& functions);
   // The work of one item of the row forms (body_matmul_rows, body_conv_tiles); "" otherwise.
   std::string row_work_;
+  // Prints `emit(lanes)` twice, for 32-byte vectors where the target has AVX and 16-byte ones
+  // (SSE, NEON) elsewhere: a vector wider than the target's registers would live in memory.
+  // `lanes` is how many elements of `ct` one vector holds; `emit` declares the type `vec`.
+  void vector_variants(const std::string& ct, const std::function<void(int)>& emit) {
+    const int bytes = ct == "double" || ct == "int64_t" ? 8 : 4;
+    line("#if defined(__AVX__)");
+    open("");
+    line(fmt::format("typedef {} vec __attribute__((vector_size(32)));", ct));
+    emit(32 / bytes);
+    close();
+    line("#else");
+    open("");
+    line(fmt::format("typedef {} vec __attribute__((vector_size(16)));", ct));
+    emit(16 / bytes);
+    close();
+    line("#endif");
+  }
   // A stage function's parameters (the dims, then each buffer the body used, the output first),
   // its call's arguments and their addresses (for a launch through a table, as
   // cuLaunchKernel takes them); and the prologue that names the dims d0, d1, ...
@@ -867,29 +887,46 @@ std::string Writer::body_matmul_element(const Stage& s) {
   return numel(out);
 }
 
-// The CPU form: one item per output row, the column loop innermost (it vectorizes).
+// The CPU form. Where B's rows are contiguous, one item per block of `mb` output rows, in
+// register tiles: two vectors of columns at a time, their mb x 2 vectors of sums in registers
+// (named variables of the compilers' vector extension) over all of K, so each load of B feeds
+// mb multiply-adds. Where B is transposed (Gemm transB), one item per row, a dot product per
+// column.
 std::string Writer::body_matmul_rows(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   Contraction c = contraction(g_, n);
   ValueId out = s.output;
   size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
+  const bool b_rows = !(c.gemm && c.trans_b);  // B's rows (along N) are contiguous
+  const ir::Dim& row_dim = type(out).shape[ro - 2];
+  const int64_t mb = !b_rows || !row_dim.is_static() ? 1
+                     : row_dim.value() % 4 == 0      ? 4  // kTileAccumulators / 2 vectors
+                     : row_dim.value() % 2 == 0      ? 2
+                                                     : 1;
   std::vector<std::string> rdims;
   std::vector<bool> rone;
-  std::string rows = "1";
   for (size_t k = 0; k + 1 < ro; ++k) {
-    rdims.push_back(dim(out, k));
-    rone.push_back(dim_is_one(out, k));
-    rows = imul(rows, dim(out, k));
+    rdims.push_back(k + 2 == ro && mb > 1 ? fmt::format("({} / {})", dim(out, k), mb)
+                                          : dim(out, k));
+    rone.push_back(dim_is_one(out, k) && !(k + 2 == ro && mb > 1));
   }
+  std::string rows = "1";
+  for (const std::string& d : rdims) rows = imul(rows, d);
   Index ridx = decompose("i", rdims, rone);
   std::string ct = compute_type({type(out).dtype});
   std::string N = dim(out, ro - 1);
-  std::string K, sak, sbk, sbn, abase, bbase;
   std::string m = ridx.empty() ? "0" : ridx.back();
+  if (mb > 1) {
+    line(fmt::format("const int64_t m0 = {} * {};", m, mb));
+    m = "m0";
+    ridx.back() = m;
+  }
+  std::string K, sak, sam, sbk, sbn, abase, bbase;
   if (c.gemm) {
     K = dim(c.a, c.trans_a ? 0 : 1);
     abase = linear(c.a, c.trans_a ? Index{"0", m} : Index{m, "0"});
     sak = c.trans_a ? dim(c.a, 1) : "1";
+    sam = c.trans_a ? "1" : K;
     bbase = "0";
     sbk = c.trans_b ? "1" : dim(c.b, 1);
     sbn = c.trans_b ? dim(c.b, 1) : "1";
@@ -907,6 +944,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     ia.push_back("0");
     abase = linear(c.a, ia);
     sak = "1";
+    sam = K;
     Index ib = batch_of(c.b);
     ib.push_back("0");
     ib.push_back("0");
@@ -914,40 +952,75 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     sbk = dim(c.b, rb - 1);
     sbn = "1";
   }
-  row_work_ = imul(N, K);
+  row_work_ = imul(imul(N, K), std::to_string(mb));
   line(fmt::format("const {}* a = {} + {};", buffer_type(c.a), ptr(c.a), abase));
   line(fmt::format("const {}* b = {} + {};", buffer_type(c.b), ptr(c.b), bbase));
-  // The output row once, from an accumulator in the compute type, whatever the buffer's type.
-  auto store = [&](const std::string& col, const std::string& acc) {
+  // Element (row m + r, col) once, from an accumulator in the compute type, whatever the
+  // buffer's type.
+  auto store = [&](int64_t r, const std::string& col, const std::string& acc) {
+    std::string row = iadd(m, std::to_string(r));
     std::string v = acc;
     if (c.gemm) {
       v = fmt::format("{} * {}", literal(c.alpha, ct), acc);
       if (c.c != ir::kNoValue && c.beta != 0)
         v += fmt::format(" + {} * ({}){}", literal(c.beta, ct), ct,
-                         elem(c.c, broadcast_index(c.c, Index{m, col})));
+                         elem(c.c, broadcast_index(c.c, Index{row, col})));
     }
     Index at = ridx;
+    at.back() = row;
     at.push_back(col);
-    store_output(out, iadd(imul("i", N), col), at, v);
+    std::string lin = iadd(imul(mb > 1 ? fmt::format("(i * {} + {})", mb, r) : "i", N), col);
+    store_output(out, lin, at, v);
   };
-  if (sbn == "1") {
-    // Blocks of columns on the stack: each k streams a block of B's row k, and the column loop
-    // vectorizes.
-    open(fmt::format("for (int64_t n0 = 0; n0 < {}; n0 += {})", N, kRowBlock));
-    line(
-        fmt::format("const int64_t nb = {} - n0 < {} ? {} - n0 : {};", N, kRowBlock, N, kRowBlock));
-    line(fmt::format("{} acc[{}];", ct, kRowBlock));
-    line("for (int64_t n = 0; n < nb; ++n) acc[n] = 0;");
-    open(fmt::format("for (int64_t k = 0; k < {}; ++k)", K));
-    line(fmt::format("const {} av = ({})a[{}];", ct, ct, imul("k", sak)));
-    line(fmt::format("const {}* br = b + {} + n0;", buffer_type(c.b), imul("k", sbk)));
-    line("#pragma omp simd");
-    line(fmt::format("for (int64_t n = 0; n < nb; ++n) acc[n] += av * ({})br[n];", ct));
-    close();
-    open("for (int64_t n = 0; n < nb; ++n)");
-    store("(n0 + n)", "acc[n]");
-    close();
-    close();
+  if (b_rows) {
+    // Tiles of two vectors of columns by mb rows.
+    vector_variants(ct, [&](int lanes) {
+      const int vectors = 2, tile = vectors * lanes;
+      auto acc = [](int64_t r, int h) { return fmt::format("acc{}_{}", r, h); };
+      open(fmt::format("for (int64_t n0 = 0; n0 < {}; n0 += {})", N, tile));
+      line(fmt::format("const int64_t nb = {} - n0 < {} ? {} - n0 : {};", N, tile, N, tile));
+      for (int64_t r = 0; r < mb; ++r)
+        for (int h = 0; h < vectors; ++h) line(fmt::format("vec {} = (vec){{}};", acc(r, h)));
+      auto reduction = [&](bool whole) {
+        open(fmt::format("for (int64_t k = 0; k < {}; ++k)", K));
+        line(fmt::format("const {}* br = b + {} + n0;", buffer_type(c.b), imul("k", sbk)));
+        for (int h = 0; h < vectors; ++h) {
+          if (whole && buffer_type(c.b) == ct) {
+            line(fmt::format("vec x{}; memcpy(&x{}, br + {}, sizeof(vec));", h, h, h * lanes));
+            continue;
+          }
+          std::string elements;
+          for (int u = 0; u < lanes; ++u) {
+            int q = h * lanes + u;
+            elements += (u ? ", " : "") +
+                        (whole ? fmt::format("({})br[{}]", ct, q)
+                               : fmt::format("({} < nb ? ({})br[{}] : ({})0)", q, ct, q, ct));
+          }
+          line(fmt::format("const vec x{} = {{{}}};", h, elements));
+        }
+        for (int64_t r = 0; r < mb; ++r) {
+          line(fmt::format("const {} a{} = ({})a[{}];", ct, r, ct,
+                           iadd(imul(std::to_string(r), sam), imul("k", sak))));
+          for (int h = 0; h < vectors; ++h) line(fmt::format("{} += a{} * x{};", acc(r, h), r, h));
+        }
+        close();
+      };
+      open(fmt::format("if (nb == {})", tile));
+      reduction(true);
+      close();
+      open("else");
+      reduction(false);
+      close();
+      for (int64_t r = 0; r < mb; ++r)
+        for (int h = 0; h < vectors; ++h)
+          for (int u = 0; u < lanes; ++u) {
+            int q = h * lanes + u;
+            open(fmt::format("if ({} < nb)", q));
+            store(r, fmt::format("(n0 + {})", q), fmt::format("{}[{}]", acc(r, h), u));
+            close();
+          }
+      close();
+    });
   } else {
     open(fmt::format("for (int64_t n = 0; n < {}; ++n)", N));
     line(fmt::format("const {}* br = b + {};", buffer_type(c.b), imul("n", sbn)));
@@ -955,7 +1028,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     line("#pragma omp simd reduction(+ : acc)");
     line(fmt::format("for (int64_t k = 0; k < {}; ++k) acc += ({})a[{}] * ({})br[k];", K, ct,
                      imul("k", sak), ct));
-    store("n", "acc");
+    store(0, "n", "acc");
     close();
   }
   return rows;
@@ -1014,12 +1087,12 @@ std::string Writer::body_conv(const Stage& s) {
 }
 
 // The CPU form of a 2-D convolution, in register tiles: one item per (n, block of `mb` output
-// channels of one group, output row). Along the row, a tile of kConvTile outputs keeps its
-// mb x kConvTile sums in vector registers (named variables of the compilers' vector extension,
-// so that no compiler has to prove an array can live in registers) over every (channel, tap):
-// each input vector feeds mb multiply-adds and each weight a whole tile. A tile whose every
-// tap lies inside the input row loads its inputs directly; an edge tile (padding, the row's
-// end) loads the valid ones and zeros the rest. Operands are contiguous buffers.
+// channels of one group, output row). Along the row, a tile of one vector of outputs keeps its
+// mb vectors of sums in registers (named variables of the compilers' vector extension, so that
+// no compiler has to prove an array can live in registers) over every (channel, tap): each
+// input vector feeds mb multiply-adds and each weight a whole vector. A tile whose every tap
+// lies inside the input row loads its inputs directly; an edge tile (padding, the row's end)
+// loads the valid ones and zeros the rest. Operands are contiguous buffers.
 std::string Writer::body_conv_tiles(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   ir::OpContext ctx = ir::make_context(g_, n);
@@ -1028,19 +1101,17 @@ std::string Writer::body_conv_tiles(const Stage& s) {
   auto win = window_of(g_, n, {kh_size, kw_size});
   const int64_t group = ctx.attr_int("group");
   const int64_t mg = type(w).shape[0].value() / group;
-  const int64_t mb = mg % 4 == 0 ? 4 : mg % 2 == 0 ? 2 : 1;
+  int64_t mb = kTileAccumulators;
+  while (mg % mb != 0) mb /= 2;
   const int64_t taps = kh_size * kw_size;
   const int64_t sh = win[0].stride, ph = win[0].pad_begin, dh = win[0].dilation;
   const int64_t sw = win[1].stride, pw = win[1].pad_begin, dw = win[1].dilation;
-  constexpr int kLanes = 4, kVectors = kConvTile / kLanes;
   std::string ct = compute_type({type(out).dtype});
   std::string OW = dim(out, 3), H = dim(x, 2), W = dim(x, 3), C = dim(x, 1), Cg = dim(w, 1);
   std::string blocks = fmt::format("({} / {})", dim(out, 1), mb);
   Index r = decompose("i", {dim(out, 0), blocks, dim(out, 2)},
                       {dim_is_one(out, 0), mb == 1 && dim_is_one(out, 1), dim_is_one(out, 2)});
   row_work_ = imul(imul(OW, Cg), std::to_string(mb * taps));
-  line(
-      fmt::format("typedef {} vec __attribute__((vector_size({} * sizeof({}))));", ct, kLanes, ct));
   line(fmt::format("const int64_t m0 = {} * {};", r[1], mb));
   line(fmt::format("const int64_t grp = m0 / {};", mg));
   line(fmt::format("const {}* xg = {} + ({} * {} + grp * {}) * {} * {};", buffer_type(x), ptr(x),
@@ -1050,68 +1121,61 @@ std::string Writer::body_conv_tiles(const Stage& s) {
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
     for (int64_t k = 0; k < mb; ++k)
       bias[size_t(k)] = "(" + ct + ")" + elem(n.inputs[2], Index{iadd("m0", std::to_string(k))});
-  auto acc = [](int64_t k, int h) { return fmt::format("acc{}_{}", k, h); };
-  open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, kConvTile));
-  line(
-      fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", OW, kConvTile, OW, kConvTile));
-  for (int64_t k = 0; k < mb; ++k)
-    for (int h = 0; h < kVectors; ++h)
-      line(fmt::format("vec {} = (vec){{}} + {};", acc(k, h), bias[size_t(k)]));
-  // Inside: the first tap of the first output and the last tap of the last lie in the row.
-  line(fmt::format(
-      "const bool inside = qb == {} && q0 * {} - {} >= 0 && (q0 + {}) * {} - {} + {} < {};",
-      kConvTile, sw, pw, kConvTile - 1, sw, pw, (kw_size - 1) * dw, W));
-  auto reduction = [&](bool inside) {
-    open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
-    line(fmt::format("const {}* xc = xg + c * {} * {};", buffer_type(x), H, W));
-    line(fmt::format("const {}* wc = wm + c * {};", buffer_type(w), taps));
-    open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kh_size));
-    line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], sh, ph, dh));
-    line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
-    line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
-    open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kw_size));
-    line(fmt::format("const int64_t off = q0 * {} - {} + kw * {};", sw, pw, dw));
-    for (int h = 0; h < kVectors; ++h) {
-      std::string lanes;
-      for (int u = 0; u < kLanes; ++u) {
-        int64_t at = int64_t(h * kLanes + u) * sw;
-        std::string p = fmt::format("off + {}", at);
-        lanes += (u ? ", " : "") +
-                 (inside ? fmt::format("({})xr[{}]", ct, p)
-                         : fmt::format("({} < qb && {} >= 0 && {} < {} ? ({})xr[{}] : ({})0)",
-                                       h * kLanes + u, p, p, W, ct, p, ct));
+  vector_variants(ct, [&](int lanes) {
+    open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, lanes));
+    line(fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", OW, lanes, OW, lanes));
+    for (int64_t k = 0; k < mb; ++k)
+      line(fmt::format("vec acc{} = (vec){{}} + {};", k, bias[size_t(k)]));
+    // Inside: the first tap of the first output and the last tap of the last lie in the row.
+    line(fmt::format(
+        "const bool inside = qb == {} && q0 * {} - {} >= 0 && (q0 + {}) * {} - {} + {} < {};",
+        lanes, sw, pw, lanes - 1, sw, pw, (kw_size - 1) * dw, W));
+    auto reduction = [&](bool inside) {
+      open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
+      line(fmt::format("const {}* xc = xg + c * {} * {};", buffer_type(x), H, W));
+      line(fmt::format("const {}* wc = wm + c * {};", buffer_type(w), taps));
+      open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kh_size));
+      line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], sh, ph, dh));
+      line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
+      line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
+      open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kw_size));
+      line(fmt::format("const int64_t off = q0 * {} - {} + kw * {};", sw, pw, dw));
+      if (inside && sw == 1 && buffer_type(x) == ct) {
+        line("vec xv; memcpy(&xv, xr + off, sizeof(vec));");
+      } else {
+        std::string elements;
+        for (int u = 0; u < lanes; ++u) {
+          std::string p = fmt::format("off + {}", int64_t(u) * sw);
+          elements += (u ? ", " : "") +
+                      (inside ? fmt::format("({})xr[{}]", ct, p)
+                              : fmt::format("({} < qb && {} >= 0 && {} < {} ? ({})xr[{}] : ({})0)",
+                                            u, p, p, W, ct, p, ct));
+        }
+        line(fmt::format("const vec xv = {{{}}};", elements));
       }
-      if (inside && sw == 1 && buffer_type(x) == ct)
-        line(fmt::format("vec x{}; memcpy(&x{}, xr + off + {}, sizeof(vec));", h, h, h * kLanes));
-      else
-        line(fmt::format("const vec x{} = {{{}}};", h, lanes));
-    }
-    for (int64_t k = 0; k < mb; ++k) {
-      line(fmt::format("const {} w{} = ({})wc[{} + kh * {} + kw];", ct, k, ct,
-                       imul(std::to_string(k), imul(Cg, std::to_string(taps))), kw_size));
-      for (int h = 0; h < kVectors; ++h) line(fmt::format("{} += w{} * x{};", acc(k, h), k, h));
-    }
+      for (int64_t k = 0; k < mb; ++k)
+        line(fmt::format("acc{} += ({})wc[{} + kh * {} + kw] * xv;", k, ct,
+                         imul(std::to_string(k), imul(Cg, std::to_string(taps))), kw_size));
+      close();
+      close();
+      close();
+    };
+    open("if (inside)");
+    reduction(true);
     close();
+    open("else");
+    reduction(false);
     close();
-    close();
-  };
-  open("if (inside)");
-  reduction(true);
-  close();
-  open("else");
-  reduction(false);
-  close();
-  for (int64_t k = 0; k < mb; ++k)
-    for (int h = 0; h < kVectors; ++h)
-      for (int u = 0; u < kLanes; ++u) {
-        int q = h * kLanes + u;
-        open(fmt::format("if ({} < qb)", q));
+    for (int64_t k = 0; k < mb; ++k)
+      for (int u = 0; u < lanes; ++u) {
+        open(fmt::format("if ({} < qb)", u));
         std::string m = iadd("m0", std::to_string(k));
-        Index at = {r[0], m, r[2], fmt::format("(q0 + {})", q)};
-        store_output(out, linear(out, at), at, fmt::format("{}[{}]", acc(k, h), u));
+        Index at = {r[0], m, r[2], fmt::format("(q0 + {})", u)};
+        store_output(out, linear(out, at), at, fmt::format("acc{}[{}]", k, u));
         close();
       }
-  close();
+    close();
+  });
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
 }
 

@@ -41,6 +41,13 @@ add_library(eqfuse_model SHARED kernels.cpp)
 if(OpenMP_CXX_FOUND)
   target_link_libraries(eqfuse_model PRIVATE OpenMP::OpenMP_CXX)
 endif()
+# -DEQFUSE_NATIVE=OFF: portable code instead of this machine's instructions (-march=native).
+option(EQFUSE_NATIVE "compile for this machine's CPU" ON)
+include(CheckCXXCompilerFlag)
+check_cxx_compiler_flag(-march=native EQFUSE_HAS_MARCH_NATIVE)
+if(EQFUSE_NATIVE AND EQFUSE_HAS_MARCH_NATIVE)
+  target_compile_options(eqfuse_model PRIVATE -march=native)
+endif()
 # -DEQFUSE_CBLAS=ON: matrix products through a CBLAS (cblas.h and a BLAS library).
 option(EQFUSE_CBLAS "hand f32 matrix products to CBLAS" OFF)
 if(EQFUSE_CBLAS)
