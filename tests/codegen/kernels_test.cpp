@@ -57,6 +57,19 @@ void check_twin(const ir::Graph& g, const std::vector<std::vector<int64_t>>& inp
   }
 }
 
+// Runs `check` with the twin built as this machine builds it and, on x86-64, again without AVX,
+// so that both vector widths of the register tiles run here (the second form is what a target
+// without AVX compiles).
+template <typename Check>
+void for_each_vector_width(Check check) {
+  check();
+#if defined(__x86_64__)
+  ::setenv("EQFUSE_TWIN_FLAGS", "-mno-avx", 1);
+  check();
+  ::unsetenv("EQFUSE_TWIN_FLAGS");
+#endif
+}
+
 ValueId kernel(GraphBuilder& b, const std::string& body, std::vector<ValueId> inputs) {
   return b.op("Kernel", std::move(inputs), {{"body", ir::AttrValue(body)}});
 }
@@ -315,14 +328,39 @@ TEST_CASE("convolution tiles: inside and edge tiles, strides, dilations, groups"
       b.op("Conv", {x, wd},
            {{"group", int64_t{6}}, {"dilations", ints({2, 2})}, {"pads", ints({2, 2, 2, 2})}}));
   ir::Graph g = std::move(b).finish();
-  for (int64_t n : {1, 2})
-    check_twin(g, {{n, 6, 13, 29},
-                   {8, 6, 3, 3},
-                   {8},
-                   {6, 3, 3, 5},
-                   {4, 3, 3, 3},
-                   {4, 6, 1, 1},
-                   {6, 1, 3, 3}});
+  for_each_vector_width([&] {
+    for (int64_t n : {1, 2})
+      check_twin(g, {{n, 6, 13, 29},
+                     {8, 6, 3, 3},
+                     {8},
+                     {6, 3, 3, 5},
+                     {4, 3, 3, 3},
+                     {4, 6, 1, 1},
+                     {6, 1, 3, 3}});
+  });
+}
+
+TEST_CASE("matrix product tiles: row blocks of 4, 2 and 1, edge columns, batches, Gemm") {
+  // Rows 8, 6 and 5 take blocks of 4, 2 and 1; 37 columns are whole tiles and an edge tile at
+  // either vector width.
+  for (int64_t m : {8, 6, 5}) {
+    GraphBuilder b;
+    ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(m), Dim(11)});
+    ValueId w = b.input("w", DType::f32, {Dim(11), Dim(37)});
+    ValueId y = b.input("y", DType::f32, {Dim::symbol("n"), Dim(37), Dim(3)});
+    ValueId a = b.input("a", DType::f32, {Dim(m), Dim(11)});
+    ValueId at = b.input("at", DType::f32, {Dim(11), Dim(m)});
+    ValueId c = b.input("c", DType::f32, {Dim(37)});
+    ValueId xw = b.op("MatMul", {x, w});
+    b.output(b.op("Tanh", {xw}));
+    b.output(b.op("MatMul", {xw, y}));
+    b.output(b.op("Gemm", {a, w, c}, {{"alpha", 0.5}, {"beta", 2.0}}));
+    b.output(b.op("Gemm", {at, w}, {{"transA", int64_t{1}}}));
+    ir::Graph g = std::move(b).finish();
+    for_each_vector_width([&] {
+      check_twin(g, {{2, m, 11}, {11, 37}, {2, 37, 3}, {m, 11}, {11, m}, {37}});
+    });
+  }
 }
 
 TEST_CASE("every elementwise op of the table compiles and matches") {
