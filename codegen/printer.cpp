@@ -79,8 +79,6 @@ std::string iadd(const std::string& a, const std::string& b) {
   if (is_zero(b)) return a;
   return "(" + a + " + " + b + ")";
 }
-// The C++ twin's row loops (MatMul, Conv) accumulate blocks of this many outputs on the stack.
-constexpr int kRowBlock = 1024;
 // The C++ twin's register tiles: sums that stay in registers, in vectors of the compilers'
 // vector extension, as wide as the target's registers (vector_variants).
 constexpr int kTileAccumulators = 8;  // vector accumulators per tile (of 16 registers)
@@ -899,10 +897,9 @@ std::string Writer::body_matmul_rows(const Stage& s) {
   size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
   const bool b_rows = !(c.gemm && c.trans_b);  // B's rows (along N) are contiguous
   const ir::Dim& row_dim = type(out).shape[ro - 2];
-  const int64_t mb = !b_rows || !row_dim.is_static() ? 1
-                     : row_dim.value() % 4 == 0      ? 4  // kTileAccumulators / 2 vectors
-                     : row_dim.value() % 2 == 0      ? 2
-                                                     : 1;
+  // Rows per item: two vectors of sums per row, kTileAccumulators in all.
+  int64_t mb = b_rows && row_dim.is_static() ? kTileAccumulators / 2 : 1;
+  while (row_dim.is_static() && row_dim.value() % mb != 0) mb /= 2;
   std::vector<std::string> rdims;
   std::vector<bool> rone;
   for (size_t k = 0; k + 1 < ro; ++k) {

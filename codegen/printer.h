@@ -10,14 +10,16 @@
 //   the item loop       | for over items, OpenMP parallel      | grid-stride loop over threads
 //   Softmax, LayerNorm  | one item per row, serial row loops   | a warp per row, lanes stride
 //                       |                                      | the row, shuffles combine
-//   MatMul / Gemm       | one item per output row, blocks of   | one cuBLAS strided-batched
-//                       | columns accumulated on the stack     | call (batch dims equal or
-//                       | (they vectorize); with EQFUSE_CBLAS, | broadcast whole): SGEMM for
-//                       | CBLAS SGEMM per batch entry (f32     | f32 buffers, GemmEx (f32
-//                       | buffers only)                        | accumulate) for f16/bf16;
-//                       |                                      | else a thread per element
-//   2-D Conv            | one item per output row, taps along  | one thread per output element
-//                       | the row                              |
+//   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched
+//                       | rows, register tiles of two vectors  | call (batch dims equal or
+//                       | of columns (transB: a dot product    | broadcast whole): SGEMM for
+//                       | per column); with EQFUSE_CBLAS,      | f32 buffers, GemmEx (f32
+//                       | CBLAS SGEMM per batch entry (f32     | accumulate) for f16/bf16;
+//                       | buffers only)                        | else a thread per element
+//   2-D Conv            | one item per block of up to 8 output | one thread per output element
+//                       | channels of one output row, register |
+//                       | tiles of one vector along the row    |
+//   tile vectors        | 32 bytes with AVX, else 16 (#if)     | -
 //   math functions      | <math.h>                             | CUDA's device math
 //
 // f16 and bf16 buffers (a model's own, or --precision's) hold `eqf_f16`/`eqf_bf16`, 16-bit types
