@@ -75,12 +75,24 @@ void BM_CppTwinSeparateEpilogues(benchmark::State& state, const std::string& nam
   run_twin(state, name, options);
 }
 
+// The same twin with softmax(S)·V as a MatMul, a Softmax and a MatMul stage, S and softmax(S)
+// stored, as before the attention stage.
+void BM_CppTwinAttentionStaged(benchmark::State& state, const std::string& name) {
+  codegen::PlanOptions options;
+  options.attention_stages = false;
+  run_twin(state, name, options);
+}
+
 }  // namespace
 
 #define EQFUSE_TWIN_BENCH(model)                                                                \
   BENCHMARK_CAPTURE(BM_Interpreter, model, std::string(#model))->Unit(benchmark::kMillisecond); \
   BENCHMARK_CAPTURE(BM_CppTwin, model, std::string(#model))->Unit(benchmark::kMillisecond);     \
   BENCHMARK_CAPTURE(BM_CppTwinSeparateEpilogues, model, std::string(#model))                    \
+      ->Unit(benchmark::kMillisecond)
+
+#define EQFUSE_ATTENTION_BENCH(model)                                      \
+  BENCHMARK_CAPTURE(BM_CppTwinAttentionStaged, model, std::string(#model)) \
       ->Unit(benchmark::kMillisecond)
 
 EQFUSE_TWIN_BENCH(pointwise_chain);
@@ -93,5 +105,10 @@ EQFUSE_TWIN_BENCH(vit_tiny);
 EQFUSE_TWIN_BENCH(squeezenet1_1);
 EQFUSE_TWIN_BENCH(mobilenet_v2);
 EQFUSE_TWIN_BENCH(resnet18);
+EQFUSE_ATTENTION_BENCH(attention_block);
+EQFUSE_ATTENTION_BENCH(bert_tiny);
+EQFUSE_ATTENTION_BENCH(bert_tiny_op13);
+EQFUSE_ATTENTION_BENCH(gpt_tiny);
+EQFUSE_ATTENTION_BENCH(vit_tiny);
 
 BENCHMARK_MAIN();

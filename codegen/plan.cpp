@@ -100,6 +100,105 @@ bool stage_reads_only_own_element(const ir::Graph& g, NodeId root, ValueId targe
   return true;
 }
 
+// The attention stages of the live nodes: for each MatMul by V whose first operand is a
+// Softmax over the last axis of S, where S is a MatMul Q·K under pointwise ops, all inside one
+// top-level node (the fusion chose them together). Every value from Q·K to the Softmax's output
+// must be read only on that path, at the element it makes (so the stage may hold a row of S in
+// registers), and V's rows must fit a stage's accumulators.
+constexpr int64_t kMaxAttentionWidth = 256;
+
+std::vector<Stage::AttentionNodes> attention_stages(const ir::Graph& g,
+                                                    const std::vector<bool>& live,
+                                                    const std::vector<NodeId>& origin,
+                                                    std::map<NodeId, size_t>& of_output) {
+  const auto& nodes = g.nodes();
+  std::vector<std::vector<NodeId>> readers(g.values().size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (live[i])
+      for (ValueId in : nodes[i].inputs)
+        if (in != ir::kNoValue) readers[in].push_back(NodeId(i));
+  std::vector<bool> is_output(g.values().size(), false);
+  for (ValueId v : g.outputs()) is_output[v] = true;
+  auto f32_rank2 = [&](ValueId v) {
+    const ir::TensorType& t = g.value(v).type;
+    return t.dtype == ir::DType::f32 && t.shape.has_rank() && t.shape.rank() >= 2;
+  };
+  std::vector<Stage::AttentionNodes> found;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const ir::Node& pv = nodes[i];
+    if (!live[i] || pv.op_type != "MatMul" || pv.inputs.size() != 2) continue;
+    ValueId probs = pv.inputs[0], v = pv.inputs[1], out = pv.outputs[0];
+    if (!f32_rank2(probs) || !f32_rank2(v) || !f32_rank2(out)) continue;
+    const auto& os = g.value(out).type.shape;
+    const auto& ps = g.value(probs).type.shape;
+    const size_t r = os.rank();
+    const ir::Dim& width = os[r - 1];
+    if (ps.rank() != r || !width.is_static() || width.value() < 1 ||
+        width.value() > kMaxAttentionWidth)
+      continue;
+    bool rows_match = true;  // the output's rows are S's rows
+    for (size_t k = 0; k + 1 < r; ++k) rows_match = rows_match && os[k].sym() == ps[k].sym();
+    NodeId sm = g.value(probs).producer;
+    if (!rows_match || sm == ir::kNoNode || origin[sm] != origin[i] || is_output[probs] ||
+        readers[probs].size() != 1)
+      continue;
+    const ir::Node& softmax = g.node(sm);
+    if (softmax.op_type != "Softmax") continue;
+    int64_t axis = ir::make_context(g, softmax).attr_int("axis");
+    if (axis != -1 && axis != int64_t(r) - 1) continue;
+    ValueId s_in = softmax.inputs[0];
+    if (!(g.value(s_in).type == g.value(probs).type)) continue;
+    // Q·K: the one MatMul of S's shape reached from the Softmax through pointwise ops of the
+    // same top-level node.
+    std::vector<NodeId> between;  // pointwise nodes on the way
+    std::optional<NodeId> qk;
+    bool ok = true;
+    std::set<ValueId> seen;
+    std::vector<ValueId> todo = {s_in};
+    while (!todo.empty() && ok) {
+      ValueId x = todo.back();
+      todo.pop_back();
+      if (!seen.insert(x).second) continue;
+      NodeId p = g.value(x).producer;
+      if (p == ir::kNoNode || origin[p] != origin[i]) continue;
+      const ir::Node& pn = g.node(p);
+      if (pn.op_type == "MatMul" && g.value(x).type == g.value(s_in).type &&
+          pn.inputs.size() == 2 && f32_rank2(pn.inputs[0]) && f32_rank2(pn.inputs[1])) {
+        ok = !qk || *qk == p;
+        qk = p;
+      } else if (is_pointwise(pn)) {
+        between.push_back(p);
+        for (size_t k : data_inputs(pn))
+          if (k < pn.inputs.size() && pn.inputs[k] != ir::kNoValue) todo.push_back(pn.inputs[k]);
+      }
+    }
+    if (!ok || !qk) continue;
+    // Everything that reads Q·K's value, and what that makes, up to the Softmax: pointwise, in
+    // this node, read by nothing else, and at the element it makes.
+    std::vector<bool> inside(nodes.size(), false);
+    for (NodeId n : between) inside[n] = true;
+    std::vector<ValueId> from = {g.node(*qk).outputs[0]};
+    std::set<ValueId> reached;
+    while (!from.empty() && ok) {
+      ValueId x = from.back();
+      from.pop_back();
+      if (!reached.insert(x).second) continue;
+      ok = !is_output[x];
+      for (NodeId rd : readers[x]) {
+        if (rd == sm) continue;
+        ok = ok && inside[rd];
+        if (ok) from.push_back(g.node(rd).outputs[0]);
+      }
+    }
+    std::vector<bool> none(g.values().size(), false);
+    if (!ok || !stage_reads_only_own_element(g, sm, g.node(*qk).outputs[0], none, /*row=*/true))
+      continue;
+    of_output[out] = found.size();
+    found.push_back({*qk, sm});
+  }
+  return found;
+}
+
 }  // namespace
 
 std::string_view stage_kind_name(StageKind kind) {
@@ -120,6 +219,8 @@ std::string_view stage_kind_name(StageKind kind) {
       return "conv";
     case StageKind::Pool:
       return "pool";
+    case StageKind::Attention:
+      return "attention";
   }
   return "?";
 }
@@ -205,18 +306,27 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
       if (k < n.inputs.size() && n.inputs[k] != ir::kNoValue) read[n.inputs[k]] = true;
   }
 
+  // Attention stages: S and softmax(S) stay inside them.
+  std::map<ValueId, size_t> attention_of;  // an attention stage's output -> its nodes
+  std::vector<Stage::AttentionNodes> attention;
+  if (options.attention_stages) attention = attention_stages(g, live, origin, attention_of);
+  std::set<NodeId> inside_attention;
+  for (const auto& a : attention) inside_attention.insert({a.scores, a.softmax});
+
   // Materialized values: outputs, values leaving their top-level node, results of reductions
-  // and contractions, and contraction operands.
+  // and contractions, and contraction operands (but an attention stage's softmax(S)).
   std::vector<bool> mat(g.values().size(), false);
   for (ValueId v : g.outputs()) mat[v] = true;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!live[i]) continue;
     const ir::Node& n = nodes[i];
     StageKind kind = stage_kind(n);
-    if (kind != StageKind::Pointwise) mat[n.outputs[0]] = true;
+    if (kind != StageKind::Pointwise && !inside_attention.count(NodeId(i)))
+      mat[n.outputs[0]] = true;
+    const bool attention_output = attention_of.count(n.outputs[0]) > 0;
     for (size_t k : contiguous_inputs(n)) {
       ValueId in = n.inputs[k];
-      if (in != ir::kNoValue) mat[in] = true;
+      if (in != ir::kNoValue && !(attention_output && k == 0)) mat[in] = true;
     }
     for (ValueId in : n.inputs) {
       if (in == ir::kNoValue) continue;
@@ -244,6 +354,10 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     if (!mat[out]) continue;
     Stage s;
     s.kind = stage_kind(n);
+    if (auto a = attention_of.find(out); a != attention_of.end()) {
+      s.kind = StageKind::Attention;
+      s.attention = attention[a->second];
+    }
     s.node = NodeId(i);
     s.output = out;
     s.step = step_for(origin[i]);

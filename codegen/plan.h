@@ -6,8 +6,10 @@
 // stage writes one materialized value with one loop nest: element by element for pointwise work
 // (elementwise ops, and layout ops folded into indexing: Transpose, Reshape, Slice, Concat,
 // Expand, Gather), row by row for reductions (Reduce*, Softmax, LayerNormalization, pooling),
-// and as a contraction (MatMul, Gemm, Conv). A value is materialized when it leaves a
-// top-level node (a kernel's output, or a plain op's), when a reduction or contraction makes it,
+// as a contraction (MatMul, Gemm, Conv), and as attention: softmax(S)·V, where S is a MatMul
+// Q·K under pointwise work (a scale, a mask), in one stage that never stores S (an online
+// softmax over blocks of keys, FlashAttention's algorithm). A value is materialized when it leaves
+// a top-level node (a kernel's output, or a plain op's), when a reduction or contraction makes it,
 // or when a contraction reads it (contractions read contiguous operands); everything else inside
 // a kernel is recomputed in registers where it is used, as the fusion chose.
 //
@@ -33,7 +35,8 @@ enum class StageKind {
   MatMul,
   Gemm,
   Conv,
-  Pool,  // MaxPool, AveragePool
+  Pool,       // MaxPool, AveragePool
+  Attention,  // MatMul(Softmax(pointwise(MatMul(Q, K))), V), Stage::attention
 };
 std::string_view stage_kind_name(StageKind kind);
 
@@ -53,6 +56,12 @@ struct Stage {
   std::optional<ir::ValueId> in_place_of;
   // A Concat whose inputs their producers write into its slices: the stage does nothing.
   bool written_by_producers = false;
+  // Attention stages: the scores MatMul (Q·K) and the Softmax; `node` is the MatMul by V. The
+  // values between them stay in registers, Q, K and V are materialized.
+  struct AttentionNodes {
+    ir::NodeId scores = ir::kNoNode, softmax = ir::kNoNode;
+  };
+  std::optional<AttentionNodes> attention;
 };
 
 // One node of the optimized graph: a fused kernel or a plain op, lowered to stages.
@@ -88,6 +97,9 @@ struct PlanOptions {
   // A contraction in loops of our own computes the pointwise stage after it where it stores
   // (Stage::last_read_at_own_element). Off: that stage is a pass of its own (for measuring).
   bool epilogues_in_contractions = true;
+  // softmax(S)·V as one attention stage where the graph has that form (StageKind::Attention).
+  // Off: a MatMul, a Softmax and a MatMul stage, S and softmax(S) stored (for measuring).
+  bool attention_stages = true;
 };
 
 // "f32", "f16" or "bf16" as a precision; Error (BadInput) naming the text otherwise.

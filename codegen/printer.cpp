@@ -235,6 +235,17 @@ class Writer {
     }
     return decompose(lin, dims, one);
   }
+  // Element (row, col) of operand `v` (rank >= 2) of a batched MatMul whose output index starts
+  // with `batch`, under numpy broadcasting of the batch dims.
+  Index matrix_index(ValueId v, const Index& batch, const std::string& row,
+                     const std::string& col) const {
+    size_t r = rank(v) - 2, nb = batch.size();
+    Index idx(r);
+    for (size_t q = 0; q < r; ++q) idx[q] = dim_is_one(v, q) ? "0" : batch[nb - r + q];
+    idx.push_back(row);
+    idx.push_back(col);
+    return idx;
+  }
   // The index of `in` read at output index `idx` under numpy broadcasting.
   Index broadcast_index(ValueId in, const Index& idx) const {
     size_t r = rank(in), off = idx.size() - r;
@@ -268,6 +279,7 @@ class Writer {
   std::string body_reduce(const Stage& s);
   std::string body_softmax(const Stage& s);
   std::string body_layernorm(const Stage& s);
+  std::string body_attention(const Stage& s);
   std::string body_matmul_element(const Stage& s);
   std::string body_matmul_rows(const Stage& s);
   std::string body_conv(const Stage& s);
@@ -801,6 +813,134 @@ std::string Writer::body_layernorm(const Stage& s) {
       y = fmt::format("{} + ({}){}", y, ct, elem(n.inputs[2], broadcast_index(n.inputs[2], tail)));
     line(fmt::format("{}[{}] = {};", ptr(out), linear(out, idx), y));
   }
+  close();
+  return rows;
+}
+
+// softmax(S)·V, one item per row of the output (a query), S = pointwise(Q·K) never stored: the
+// keys in blocks, each block's scores computed and put through the pointwise work between Q·K
+// and the Softmax, then folded into a running maximum m, sum l and the row of sums acc by
+// rescaling what came before by exp(m_old - m_new) (the online softmax of FlashAttention).
+// On the CPU a block is 64 keys whose scores sit in an array (the loops over keys and over V's
+// row vectorize); on CUDA a warp takes a row, a block is 32 keys, a lane's score is its key's
+// (its column of K read coalesced with its neighbours'), and the lanes share out V's row.
+std::string Writer::body_attention(const Stage& s) {
+  const ir::Node& pv = g_.node(s.node);
+  const ir::Node& qk = g_.node(s.attention->scores);
+  const ir::Node& sm = g_.node(s.attention->softmax);
+  const ValueId out = s.output, q = qk.inputs[0], k = qk.inputs[1], v = pv.inputs[1];
+  const ValueId scores = qk.outputs[0], logits = sm.inputs[0];
+  const size_t r = rank(out);
+  std::vector<std::string> dims;
+  std::vector<bool> one;
+  std::string rows = "1";
+  for (size_t a = 0; a + 1 < r; ++a) {
+    dims.push_back(dim(out, a));
+    one.push_back(dim_is_one(out, a));
+    rows = imul(rows, dim(out, a));
+  }
+  Index row = decompose("i", dims, one);
+  const Index batch(row.begin(), row.end() - 1);
+  const std::string keys = dim(k, rank(k) - 1), depth = dim(q, rank(q) - 1);
+  const int64_t width = type(out).shape[r - 1].value();
+  row_work_ = fmt::format("{} * ({} + {})", keys, depth, width);
+  const bool cuda = target_ == Target::Cuda;
+  const int block = cuda ? 32 : 64;
+  const int per_lane = cuda ? int((width + 31) / 32) : int(width);
+  std::string qr = fresh("q"), kb = fresh("kb"), vb = fresh("vb");
+  line(fmt::format("const {}* {} = {} + {};", buffer_type(q), qr, ptr(q),
+                   linear(q, matrix_index(q, batch, row.back(), "0"))));
+  line(fmt::format("const {}* {} = {} + {};", buffer_type(k), kb, ptr(k),
+                   linear(k, matrix_index(k, batch, "0", "0"))));
+  line(fmt::format("const {}* {} = {} + {};", buffer_type(v), vb, ptr(v),
+                   linear(v, matrix_index(v, batch, "0", "0"))));
+  std::string m = fresh("m"), l = fresh("l"), acc = fresh("acc");
+  line(fmt::format("float {} = -INFINITY, {} = 0;", m, l));
+  line(fmt::format("float {}[{}];", acc, per_lane));
+  line(fmt::format("for (int u = 0; u < {}; ++u) {}[u] = 0;", per_lane, acc));
+  std::string j0 = fresh("j"), nb = fresh("nb"), bm = fresh("bm"), alpha = fresh("alpha");
+  open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", j0, j0, keys, j0, block));
+  line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", nb, keys, j0, block, keys, j0,
+                   block));
+  // The logits of the block at key `j`, given Q·K's element there.
+  auto logit = [&](const std::string& j, const std::string& dot) {
+    substitute_ = {scores, dot};
+    Index at = row;
+    at.push_back(j);
+    std::string x = elem(logits, at);
+    substitute_.reset();
+    return x;
+  };
+  std::string p = fresh("pe");
+  if (!cuda) {
+    std::string sc = fresh("sc"), jj = fresh("jj"), d = fresh("d");
+    line(fmt::format("float {}[{}];", sc, block));
+    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}] = 0;", jj, jj, nb, jj, sc, jj));
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, depth, d));
+    std::string qd = fresh("qd"), kr = fresh("kr");
+    line(fmt::format("const float {} = {}[{}];", qd, qr, d));
+    line(fmt::format("const {}* {} = {} + {} * {} + {};", buffer_type(k), kr, kb, d, keys, j0));
+    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}] += {} * (float){}[{}];", jj, jj,
+                     nb, jj, sc, jj, qd, kr, jj));
+    close();
+    line(fmt::format("float {} = {};", bm, m));
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
+    std::string x = logit("(" + j0 + " + " + jj + ")", sc + "[" + jj + "]");
+    line(fmt::format("{}[{}] = (float){};", sc, jj, x));
+    line(fmt::format("{} = eqf_max({}, {}[{}]);", bm, bm, sc, jj));
+    close();
+    line(fmt::format("const float {} = {} == -INFINITY ? 1.0f : eqf_exp({} - {});", alpha, bm, m,
+                     bm));
+    line(fmt::format("{} *= {};", l, alpha));
+    line(fmt::format("for (int u = 0; u < {}; ++u) {}[u] *= {};", per_lane, acc, alpha));
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
+    line(fmt::format("const float {} = {} == -INFINITY ? 0.0f : eqf_exp({}[{}] - {});", p, bm, sc,
+                     jj, bm));
+    line(fmt::format("{} += {};", l, p));
+    std::string vr = fresh("vr");
+    line(fmt::format("const {}* {} = {} + ({} + {}) * {};", buffer_type(v), vr, vb, j0, jj, width));
+    line(fmt::format("for (int u = 0; u < {}; ++u) {}[u] += {} * (float){}[u];", per_lane, acc, p,
+                     vr));
+    close();
+  } else {
+    std::string j = fresh("j"), sc = fresh("sc"), dot = fresh("dot"), d = fresh("d");
+    line(fmt::format("const int64_t {} = {} + lane;", j, j0));
+    line(fmt::format("float {} = -INFINITY;", sc));
+    open(fmt::format("if ({} < {})", j, keys));
+    line(fmt::format("float {} = 0;", dot));
+    line(
+        fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {} += (float){}[{}] * (float){}[{} * {} "
+                    "+ {}];",
+                    d, d, depth, d, dot, qr, d, kb, d, keys, j));
+    std::string x = logit(j, dot);
+    line(fmt::format("{} = (float){};", sc, x));
+    close();
+    line(fmt::format("const float {} = eqf_max({}, eqf_warp_max({}));", bm, m, sc));
+    line(fmt::format("const float {} = {} == -INFINITY ? 1.0f : eqf_exp({} - {});", alpha, bm, m,
+                     bm));
+    line(fmt::format("const float {} = {} == -INFINITY ? 0.0f : eqf_exp({} - {});", p, bm, sc, bm));
+    line(fmt::format("{} = {} * {} + eqf_warp_sum({});", l, l, alpha, p));
+    line(fmt::format("for (int u = 0; u < {}; ++u) {}[u] *= {};", per_lane, acc, alpha));
+    std::string jj = fresh("jj"), pj = fresh("pj"), vr = fresh("vr");
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
+    line(fmt::format("const float {} = __shfl_sync(0xffffffffu, {}, (int){});", pj, p, jj));
+    line(fmt::format("const {}* {} = {} + ({} + {}) * {};", buffer_type(v), vr, vb, j0, jj, width));
+    line(
+        fmt::format("for (int u = 0; u < {}; ++u) if (lane + 32 * u < {}) {}[u] += {} * "
+                    "(float){}[lane + 32 * u];",
+                    per_lane, width, acc, pj, vr));
+    close();
+  }
+  line(fmt::format("{} = {};", m, bm));
+  close();
+  std::string inv = fresh("inv"), d = fresh("d");
+  line(fmt::format("const float {} = 1.0f / {};", inv, l));
+  open(fmt::format("for (int u = 0; u < {}; ++u)", per_lane));
+  line(fmt::format("const int64_t {} = {};", d, cuda ? "lane + 32 * u" : "u"));
+  if (cuda) line(fmt::format("if ({} >= {}) break;", d, width));
+  Index at = row;
+  at.push_back(d);
+  line(fmt::format("{} = {}[u] * {};", store_ref(out, linear(out, at), at), acc, inv));
   close();
   return rows;
 }
@@ -1406,7 +1546,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   std::string items;
   bool rows_form = false;
   warp_rows_ =
-      target_ == Target::Cuda && (s.kind == StageKind::Softmax || s.kind == StageKind::LayerNorm);
+      target_ == Target::Cuda && (s.kind == StageKind::Softmax || s.kind == StageKind::LayerNorm ||
+                                  s.kind == StageKind::Attention);
   const bool contraction_stage = s.kind == StageKind::MatMul || s.kind == StageKind::Gemm;
   std::string library;
   if (target_ == Target::Cuda && contraction_stage) library = cublas_call(s, index);
@@ -1472,6 +1613,9 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       }
       case StageKind::Pool:
         items = body_pool(s);
+        break;
+      case StageKind::Attention:
+        items = body_attention(s);
         break;
     }
   }

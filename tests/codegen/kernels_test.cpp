@@ -5,6 +5,7 @@
 // the interpreter uses double).
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -253,21 +254,67 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
 }
 
 TEST_CASE("attention with and without a mask") {
-  for (bool masked : {false, true}) {
-    GraphBuilder b;
-    ValueId q = b.input("q", DType::f32, {Dim::symbol("n"), Dim(3), Dim(11), Dim(8)});
-    ValueId k = b.input("k", DType::f32, {Dim::symbol("n"), Dim(3), Dim(11), Dim(8)});
-    ValueId v = b.input("v", DType::f32, {Dim::symbol("n"), Dim(3), Dim(11), Dim(8)});
-    ValueId mask = b.input("mask", DType::f32, {Dim(11), Dim(11)});
-    ValueId scale = b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {0.35355339f}));
-    std::string scores = "(Mul (MatMul ?0 (Transpose :perm (0 1 3 2) ?1)) ?2)";
-    ValueId out =
-        masked ? kernel(b, "(MatMul (Softmax :axis -1 (Add " + scores + " ?3)) ?4)",
-                        {q, k, scale, mask, v})
-               : kernel(b, "(MatMul (Softmax :axis -1 " + scores + ") ?3)", {q, k, scale, v});
-    b.output(out);
-    check_twin(std::move(b).finish(), {{2, 3, 11, 8}, {2, 3, 11, 8}, {2, 3, 11, 8}, {11, 11}});
+  // 67 keys: a whole and a partial block of the CPU's 64 and of CUDA's 32; K's depth 8 and V's
+  // width 5 differ; queries 1 and 11.
+  const std::string scores = "(Mul (MatMul ?0 (Transpose :perm (0 1 3 2) ?1)) ?2)";
+  for (const char* mask : {"none", "additive", "causal"}) {
+    for (int64_t queries : {1, 11}) {
+      INFO("mask " << mask << ", " << queries << " queries");
+      GraphBuilder b;
+      ValueId q = b.input("q", DType::f32, {Dim::symbol("n"), Dim(3), Dim(queries), Dim(8)});
+      ValueId k = b.input("k", DType::f32, {Dim::symbol("n"), Dim(3), Dim(67), Dim(8)});
+      ValueId v = b.input("v", DType::f32, {Dim::symbol("n"), Dim(3), Dim(67), Dim(5)});
+      ValueId m = b.input("mask", DType::f32, {Dim(queries), Dim(67)});
+      ValueId scale = b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {0.35355339f}));
+      ValueId minus_inf = b.constant(ir::Tensor::from_vector<float>(
+          DType::f32, {}, {-std::numeric_limits<float>::infinity()}));
+      ValueId zero = b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {0.0f}));
+      ValueId out;
+      if (std::string(mask) == "none")
+        out = kernel(b, "(MatMul (Softmax :axis -1 " + scores + ") ?3)", {q, k, scale, v});
+      else if (std::string(mask) == "additive")
+        out = kernel(b, "(MatMul (Softmax :axis -1 (Add " + scores + " ?3)) ?4)",
+                     {q, k, scale, m, v});
+      else  // keys where the mask is below zero are left out (never all of a row's)
+        out = kernel(b,
+                     "(MatMul (Softmax :axis -1 (Where (Less ?0 ?1) ?2 (Mul (MatMul ?3 (Transpose "
+                     ":perm (0 1 3 2) ?4)) ?5))) ?6)",
+                     {m, zero, minus_inf, q, k, scale, v});
+      b.output(out);
+      ir::Graph g = std::move(b).finish();
+      // One stage for the three ops, on both targets, where the option allows it.
+      codegen::KernelPlan plan = codegen::make_plan(g);
+      CHECK(codegen::print_kernels(plan, codegen::Target::Cpu).find("attention MatMul") !=
+            std::string::npos);
+      CHECK(codegen::print_kernels(plan, codegen::Target::Cuda).find("attention MatMul") !=
+            std::string::npos);
+      codegen::PlanOptions separate;
+      separate.attention_stages = false;
+      CHECK(codegen::print_kernels(codegen::make_plan(g, separate), codegen::Target::Cpu)
+                .find("attention") == std::string::npos);
+      std::vector<std::vector<int64_t>> dims = {
+          {2, 3, queries, 8}, {2, 3, 67, 8}, {2, 3, 67, 5}, {queries, 67}};
+      check_twin(g, dims);
+      check_twin(g, dims, separate);
+    }
   }
+}
+
+TEST_CASE("an attention stage forms only where S stays inside it") {
+  // In one kernel, S = Q·K is also read by another MatMul: S is stored, and the Softmax and both
+  // products by S are stages of their own.
+  GraphBuilder b;
+  ValueId q = b.input("q", DType::f32, {Dim(2), Dim(7), Dim(4)});
+  ValueId k = b.input("k", DType::f32, {Dim(2), Dim(4), Dim(9)});
+  ValueId v = b.input("v", DType::f32, {Dim(2), Dim(9), Dim(3)});
+  ValueId w = b.input("w", DType::f32, {Dim(2), Dim(9), Dim(3)});
+  b.output(kernel(b,
+                  "(Add (MatMul (Softmax :axis -1 (MatMul ?0 ?1)) ?2) (MatMul (MatMul ?0 ?1) ?3))",
+                  {q, k, v, w}));
+  ir::Graph g = std::move(b).finish();
+  CHECK(codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu).find("attention") ==
+        std::string::npos);
+  check_twin(g, {{2, 7, 4}, {2, 4, 9}, {2, 9, 3}, {2, 9, 3}});
 }
 
 TEST_CASE("convolution with bias and relu, pooling") {
