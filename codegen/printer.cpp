@@ -194,7 +194,22 @@ class Writer {
   // The buffer a stage writing `v` names: the Concat's for a slice of it.
   ValueId written_buffer(ValueId v) const { return plan_.buffer(v)->slice_of.value_or(v); }
 
+  // The key under which a scope remembers that `idx` in a row-major shape of `dims` is the linear
+  // index it was split from (decompose), so that reading a value of that shape at that index
+  // (an operand of the output's shape, a reshape of it) uses the linear index as it is instead
+  // of recombining the split.
+  static std::string split_key(const std::vector<std::string>& dims, const Index& idx) {
+    std::string key = "split:";
+    for (const std::string& d : dims) key += d + ",";
+    key += "|";
+    for (const std::string& i : idx) key += i + ",";
+    return key;
+  }
   std::string linear(ValueId v, const Index& idx) const {
+    std::vector<std::string> dims;
+    for (size_t k = 0; k < idx.size(); ++k) dims.push_back(dim(v, k));
+    if (!idx.empty())
+      if (const std::string* lin = cached(split_key(dims, idx))) return *lin;
     std::string lin = "0";
     for (size_t k = 0; k < idx.size(); ++k) {
       std::string d = dim(v, k);
@@ -224,6 +239,7 @@ class Writer {
     for (const std::string& v : idx)
       if (v != "0") unused += fmt::format(" (void){};", v);
     line(unused);
+    scopes_.back()[split_key(dims, idx)] = lin;
     return idx;
   }
   Index decompose_value(const std::string& lin, ValueId v) {
