@@ -104,8 +104,8 @@ bool stage_reads_only_own_element(const ir::Graph& g, NodeId root, ValueId targe
 // Softmax over the last axis of S, where S is a MatMul Q·K under pointwise ops, all inside one
 // top-level node (the fusion chose them together). Every value from Q·K to the Softmax's output
 // must be read only on that path, at the element it makes (so the stage may hold a row of S in
-// registers), and V's rows must fit a stage's accumulators.
-constexpr int64_t kMaxAttentionWidth = 256;
+// registers), and Q's and V's rows must fit a stage's tiles.
+constexpr int64_t kMaxAttentionWidth = 128;
 
 std::vector<Stage::AttentionNodes> attention_stages(const ir::Graph& g,
                                                     const std::vector<bool>& live,
@@ -173,6 +173,8 @@ std::vector<Stage::AttentionNodes> attention_stages(const ir::Graph& g,
       }
     }
     if (!ok || !qk) continue;
+    const ir::Dim& depth = g.value(g.node(*qk).inputs[0]).type.shape.dims().back();
+    if (!depth.is_static() || depth.value() < 1 || depth.value() > kMaxAttentionWidth) continue;
     // Everything that reads Q·K's value, and what that makes, up to the Softmax: pointwise, in
     // this node, read by nothing else, and at the element it makes.
     std::vector<bool> inside(nodes.size(), false);
@@ -306,7 +308,8 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
       if (k < n.inputs.size() && n.inputs[k] != ir::kNoValue) read[n.inputs[k]] = true;
   }
 
-  // Attention stages: S and softmax(S) stay inside them.
+  // Attention stages: S and softmax(S) stay inside them, and they read Q, K and V through
+  // whatever index maps and pointwise work make them in the same top-level node.
   std::map<ValueId, size_t> attention_of;  // an attention stage's output -> its nodes
   std::vector<Stage::AttentionNodes> attention;
   if (options.attention_stages) attention = attention_stages(g, live, origin, attention_of);
@@ -314,20 +317,20 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   for (const auto& a : attention) inside_attention.insert({a.scores, a.softmax});
 
   // Materialized values: outputs, values leaving their top-level node, results of reductions
-  // and contractions, and contraction operands (but an attention stage's softmax(S)).
+  // and contractions, and contraction operands (but an attention stage's).
   std::vector<bool> mat(g.values().size(), false);
   for (ValueId v : g.outputs()) mat[v] = true;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!live[i]) continue;
     const ir::Node& n = nodes[i];
     StageKind kind = stage_kind(n);
-    if (kind != StageKind::Pointwise && !inside_attention.count(NodeId(i)))
-      mat[n.outputs[0]] = true;
-    const bool attention_output = attention_of.count(n.outputs[0]) > 0;
-    for (size_t k : contiguous_inputs(n)) {
-      ValueId in = n.inputs[k];
-      if (in != ir::kNoValue && !(attention_output && k == 0)) mat[in] = true;
-    }
+    const bool inside = inside_attention.count(NodeId(i)) > 0;
+    if (kind != StageKind::Pointwise && !inside) mat[n.outputs[0]] = true;
+    if (!inside && !attention_of.count(n.outputs[0]))
+      for (size_t k : contiguous_inputs(n)) {
+        ValueId in = n.inputs[k];
+        if (in != ir::kNoValue) mat[in] = true;
+      }
     for (ValueId in : n.inputs) {
       if (in == ir::kNoValue) continue;
       NodeId p = g.value(in).producer;

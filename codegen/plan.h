@@ -8,10 +8,11 @@
 // Expand, Gather), row by row for reductions (Reduce*, Softmax, LayerNormalization, pooling),
 // as a contraction (MatMul, Gemm, Conv), and as attention: softmax(S)·V, where S is a MatMul
 // Q·K under pointwise work (a scale, a mask), in one stage that never stores S (an online
-// softmax over blocks of keys, FlashAttention's algorithm). A value is materialized when it leaves
-// a top-level node (a kernel's output, or a plain op's), when a reduction or contraction makes it,
-// or when a contraction reads it (contractions read contiguous operands); everything else inside
-// a kernel is recomputed in registers where it is used, as the fusion chose.
+// softmax over blocks of keys, FlashAttention's algorithm). A value is materialized when it
+// leaves a top-level node (a kernel's output, or a plain op's), when a reduction or contraction
+// makes it, or when a contraction reads it (contractions read contiguous operands; an attention
+// stage reads Q, K and V through the layout ops that make them); everything else inside a
+// kernel is recomputed in registers where it is used, as the fusion chose.
 //
 // Materialized values live in the caller's input and output buffers, in the weights blob (one
 // file, 64-byte aligned), or in one arena planned by liveness (codegen/buffer_plan.h). Shapes
@@ -57,7 +58,8 @@ struct Stage {
   // A Concat whose inputs their producers write into its slices: the stage does nothing.
   bool written_by_producers = false;
   // Attention stages: the scores MatMul (Q·K) and the Softmax; `node` is the MatMul by V. The
-  // values between them stay in registers, Q, K and V are materialized.
+  // values between them stay in registers; Q, K and V are read through whatever makes them in
+  // the same top-level node.
   struct AttentionNodes {
     ir::NodeId scores = ir::kNoNode, softmax = ir::kNoNode;
   };

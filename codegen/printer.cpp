@@ -82,6 +82,8 @@ std::string iadd(const std::string& a, const std::string& b) {
 // The C++ twin's register tiles: sums that stay in registers, in vectors of the compilers'
 // vector extension, as wide as the target's registers (vector_variants).
 constexpr int kTileAccumulators = 8;  // vector accumulators per tile (of 16 registers)
+constexpr int kAttentionWarps = 8;    // CUDA attention: query rows per item, a warp each
+static_assert(kAttentionWarps * 32 == 256, "an attention item is one block of the launch's 256");
 
 std::string imul(const std::string& a, const std::string& b) {
   if (is_zero(a) || is_zero(b)) return "0";
@@ -833,132 +835,214 @@ std::string Writer::body_layernorm(const Stage& s) {
   return rows;
 }
 
-// softmax(S)·V, one item per row of the output (a query), S = pointwise(Q·K) never stored: the
-// keys in blocks, each block's scores computed and put through the pointwise work between Q·K
-// and the Softmax, then folded into a running maximum m, sum l and the row of sums acc by
-// rescaling what came before by exp(m_old - m_new) (the online softmax of FlashAttention).
-// On the CPU a block is 64 keys whose scores sit in an array (the loops over keys and over V's
-// row vectorize); on CUDA a warp takes a row, a block is 32 keys, a lane's score is its key's
-// (its column of K read coalesced with its neighbours'), and the lanes share out V's row.
+// softmax(S)·V with S = pointwise(Q·K), never stored. An item is a tile of query rows (of one
+// batch entry); the keys come in blocks. Each block's K and V are loaded into a local tile
+// once per item (through `elem`, so layout ops on Q, K and V fold into these loads), each row's
+// scores for the block are computed and put through the pointwise work between Q·K and the
+// Softmax, and folded into the row's running maximum m, sum l and row of sums acc, rescaling
+// what came before by exp(m_old - m_new): FlashAttention's online softmax.
+// On the CPU an item is 32 rows, a block 64 keys, and the loops over keys and over V's row
+// vectorize. On CUDA an item is a thread block of 8 warps, a warp per row; the block's threads
+// load a block of 32 keys' K and V into shared memory together, a lane's score is its key's,
+// and the lanes share out V's row.
 std::string Writer::body_attention(const Stage& s) {
   const ir::Node& pv = g_.node(s.node);
   const ir::Node& qk = g_.node(s.attention->scores);
   const ir::Node& sm = g_.node(s.attention->softmax);
   const ValueId out = s.output, q = qk.inputs[0], k = qk.inputs[1], v = pv.inputs[1];
   const ValueId scores = qk.outputs[0], logits = sm.inputs[0];
+  const bool cuda = target_ == Target::Cuda;
+  const int tile_rows = cuda ? kAttentionWarps : 32, block = cuda ? 32 : 64;
   const size_t r = rank(out);
+  const ir::Dim& queries = type(out).shape[r - 2];
+  // Items: the output's batch dims, then tiles of query rows.
   std::vector<std::string> dims;
   std::vector<bool> one;
-  std::string rows = "1";
-  for (size_t a = 0; a + 1 < r; ++a) {
+  std::string items = "1";
+  for (size_t a = 0; a + 2 < r; ++a) {
     dims.push_back(dim(out, a));
     one.push_back(dim_is_one(out, a));
-    rows = imul(rows, dim(out, a));
+    items = imul(items, dim(out, a));
   }
-  Index row = decompose("i", dims, one);
-  const Index batch(row.begin(), row.end() - 1);
-  const std::string keys = dim(k, rank(k) - 1), depth = dim(q, rank(q) - 1);
+  const std::string rows = dim(queries);
+  std::string tiles = queries.is_static()
+                          ? std::to_string((queries.value() + tile_rows - 1) / tile_rows)
+                          : fmt::format("(({} + {}) / {})", rows, tile_rows - 1, tile_rows);
+  dims.push_back(tiles);
+  one.push_back(tiles == "1");
+  items = imul(items, tiles);
+  Index item = decompose("i", dims, one);
+  const Index batch(item.begin(), item.end() - 1);
+  const std::string keys = dim(k, rank(k) - 1);
+  const int64_t depth = type(q).shape[rank(q) - 1].value();
   const int64_t width = type(out).shape[r - 1].value();
-  row_work_ = fmt::format("{} * ({} + {})", keys, depth, width);
-  const bool cuda = target_ == Target::Cuda;
-  const int block = cuda ? 32 : 64;
-  const int per_lane = cuda ? int((width + 31) / 32) : int(width);
-  std::string qr = fresh("q"), kb = fresh("kb"), vb = fresh("vb");
-  line(fmt::format("const {}* {} = {} + {};", buffer_type(q), qr, ptr(q),
-                   linear(q, matrix_index(q, batch, row.back(), "0"))));
-  line(fmt::format("const {}* {} = {} + {};", buffer_type(k), kb, ptr(k),
-                   linear(k, matrix_index(k, batch, "0", "0"))));
-  line(fmt::format("const {}* {} = {} + {};", buffer_type(v), vb, ptr(v),
-                   linear(v, matrix_index(v, batch, "0", "0"))));
-  std::string m = fresh("m"), l = fresh("l"), acc = fresh("acc");
-  line(fmt::format("float {} = -INFINITY, {} = 0;", m, l));
-  line(fmt::format("float {}[{}];", acc, per_lane));
-  line(fmt::format("for (int u = 0; u < {}; ++u) {}[u] = 0;", per_lane, acc));
-  std::string j0 = fresh("j"), nb = fresh("nb"), bm = fresh("bm"), alpha = fresh("alpha");
-  open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", j0, j0, keys, j0, block));
-  line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", nb, keys, j0, block, keys, j0,
-                   block));
-  // The logits of the block at key `j`, given Q·K's element there.
-  auto logit = [&](const std::string& j, const std::string& dot) {
+  row_work_ = fmt::format("{} * {}", keys, (depth + width) * tile_rows);
+  // The logit at query `row`, key `j`, given Q·K's element there.
+  auto logit = [&](const std::string& row, const std::string& j, const std::string& dot) {
     substitute_ = {scores, dot};
-    Index at = row;
+    Index at = batch;
+    at.push_back(row);
     at.push_back(j);
     std::string x = elem(logits, at);
     substitute_.reset();
     return x;
   };
-  std::string p = fresh("pe");
+  auto load = [&](ValueId x, const std::string& row, const std::string& col) {
+    return "(float)" + elem(x, matrix_index(x, batch, row, col));
+  };
+  std::string r0 = fresh("r"), j0 = fresh("j"), nb = fresh("nb"), bm = fresh("bm"),
+              alpha = fresh("alpha"), p = fresh("pe"), jj = fresh("jj"), d = fresh("d");
+  line(fmt::format("const int64_t {} = {} * {};", r0, item.back(), tile_rows));
   if (!cuda) {
-    std::string sc = fresh("sc"), jj = fresh("jj"), d = fresh("d");
+    std::string nr = fresh("nr"), qt = fresh("qt"), m = fresh("m"), l = fresh("l"),
+                acc = fresh("acc"), kt = fresh("kt"), vt = fresh("vt"), sc = fresh("sc"),
+                row = fresh("row");
+    line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", nr, rows, r0, tile_rows,
+                     rows, r0, tile_rows));
+    line(fmt::format("float {}[{}][{}], {}[{}], {}[{}], {}[{}][{}];", qt, tile_rows, depth, m,
+                     tile_rows, l, tile_rows, acc, tile_rows, width));
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", row, row, nr, row));
+    line(fmt::format("{}[{}] = -INFINITY;", m, row));
+    line(fmt::format("{}[{}] = 0;", l, row));
+    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] = 0;", d, d, width, d, acc,
+                     row, d));
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, depth, d));
+    line(fmt::format("{}[{}][{}] = {};", qt, row, d, load(q, "(" + r0 + " + " + row + ")", d)));
+    close();
+    close();
+    open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", j0, j0, keys, j0, block));
+    line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", nb, keys, j0, block, keys,
+                     j0, block));
+    line(fmt::format("float {}[{}][{}], {}[{}][{}];", kt, depth, block, vt, block, width));
+    const std::string key = "(" + j0 + " + " + jj + ")";
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, depth, d));
+    line(fmt::format("{}[{}][{}] = {};", kt, d, jj, load(k, d, key)));
+    close();
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, width, d));
+    line(fmt::format("{}[{}][{}] = {};", vt, jj, d, load(v, key, d)));
+    close();
+    close();
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", row, row, nr, row));
     line(fmt::format("float {}[{}];", sc, block));
     line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}] = 0;", jj, jj, nb, jj, sc, jj));
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, depth, d));
-    std::string qd = fresh("qd"), kr = fresh("kr");
-    line(fmt::format("const float {} = {}[{}];", qd, qr, d));
-    line(fmt::format("const {}* {} = {} + {} * {} + {};", buffer_type(k), kr, kb, d, keys, j0));
-    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}] += {} * (float){}[{}];", jj, jj,
-                     nb, jj, sc, jj, qd, kr, jj));
+    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}] += {}[{}][{}] * {}[{}][{}];", jj,
+                     jj, nb, jj, sc, jj, qt, row, d, kt, d, jj));
     close();
-    line(fmt::format("float {} = {};", bm, m));
+    line(fmt::format("float {} = {}[{}];", bm, m, row));
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
-    std::string x = logit("(" + j0 + " + " + jj + ")", sc + "[" + jj + "]");
+    std::string x = logit("(" + r0 + " + " + row + ")", key, sc + "[" + jj + "]");
     line(fmt::format("{}[{}] = (float){};", sc, jj, x));
     line(fmt::format("{} = eqf_max({}, {}[{}]);", bm, bm, sc, jj));
     close();
-    line(fmt::format("const float {} = {} == -INFINITY ? 1.0f : eqf_exp({} - {});", alpha, bm, m,
-                     bm));
-    line(fmt::format("{} *= {};", l, alpha));
-    line(fmt::format("for (int u = 0; u < {}; ++u) {}[u] *= {};", per_lane, acc, alpha));
+    line(fmt::format("const float {} = {} == -INFINITY ? 1.0f : eqf_exp({}[{}] - {});", alpha, bm,
+                     m, row, bm));
+    line(fmt::format("{}[{}] *= {};", l, row, alpha));
+    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] *= {};", d, d, width, d, acc,
+                     row, d, alpha));
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
     line(fmt::format("const float {} = {} == -INFINITY ? 0.0f : eqf_exp({}[{}] - {});", p, bm, sc,
                      jj, bm));
-    line(fmt::format("{} += {};", l, p));
-    std::string vr = fresh("vr");
-    line(fmt::format("const {}* {} = {} + ({} + {}) * {};", buffer_type(v), vr, vb, j0, jj, width));
-    line(fmt::format("for (int u = 0; u < {}; ++u) {}[u] += {} * (float){}[u];", per_lane, acc, p,
-                     vr));
+    line(fmt::format("{}[{}] += {};", l, row, p));
+    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] += {} * {}[{}][{}];", d, d,
+                     width, d, acc, row, d, p, vt, jj, d));
     close();
-  } else {
-    std::string j = fresh("j"), sc = fresh("sc"), dot = fresh("dot"), d = fresh("d");
-    line(fmt::format("const int64_t {} = {} + lane;", j, j0));
-    line(fmt::format("float {} = -INFINITY;", sc));
-    open(fmt::format("if ({} < {})", j, keys));
-    line(fmt::format("float {} = 0;", dot));
-    line(
-        fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {} += (float){}[{}] * (float){}[{} * {} "
-                    "+ {}];",
-                    d, d, depth, d, dot, qr, d, kb, d, keys, j));
-    std::string x = logit(j, dot);
-    line(fmt::format("{} = (float){};", sc, x));
+    line(fmt::format("{}[{}] = {};", m, row, bm));
     close();
-    line(fmt::format("const float {} = eqf_max({}, eqf_warp_max({}));", bm, m, sc));
-    line(fmt::format("const float {} = {} == -INFINITY ? 1.0f : eqf_exp({} - {});", alpha, bm, m,
-                     bm));
-    line(fmt::format("const float {} = {} == -INFINITY ? 0.0f : eqf_exp({} - {});", p, bm, sc, bm));
-    line(fmt::format("{} = {} * {} + eqf_warp_sum({});", l, l, alpha, p));
-    line(fmt::format("for (int u = 0; u < {}; ++u) {}[u] *= {};", per_lane, acc, alpha));
-    std::string jj = fresh("jj"), pj = fresh("pj"), vr = fresh("vr");
-    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
-    line(fmt::format("const float {} = __shfl_sync(0xffffffffu, {}, (int){});", pj, p, jj));
-    line(fmt::format("const {}* {} = {} + ({} + {}) * {};", buffer_type(v), vr, vb, j0, jj, width));
-    line(
-        fmt::format("for (int u = 0; u < {}; ++u) if (lane + 32 * u < {}) {}[u] += {} * "
-                    "(float){}[lane + 32 * u];",
-                    per_lane, width, acc, pj, vr));
+    close();
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", row, row, nr, row));
+    std::string inv = fresh("inv");
+    line(fmt::format("const float {} = 1.0f / {}[{}];", inv, l, row));
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, width, d));
+    Index at = batch;
+    at.push_back("(" + r0 + " + " + row + ")");
+    at.push_back(d);
+    line(fmt::format("{} = {}[{}][{}] * {};", store_ref(out, linear(out, at), at), acc, row, d,
+                     inv));
+    close();
+    close();
+    return items;
+  }
+  // CUDA: a block per item, warp `warp` takes query row r0 + warp.
+  const int per_lane = int((width + 31) / 32);
+  std::string row = fresh("row"), sq = fresh("sq"), sk = fresh("sk"), sv = fresh("sv"),
+              m = fresh("m"), l = fresh("l"), acc = fresh("acc"), e = fresh("e");
+  line(fmt::format("const int64_t {} = {} + warp;", row, r0));
+  line(fmt::format("__shared__ float {}[{}][{}], {}[{}][{}], {}[{}][{}];", sq, tile_rows, depth, sk,
+                   depth, block, sv, block, width));
+  open(fmt::format("if ({} < {})", row, rows));
+  open(fmt::format("for (int64_t {} = lane; {} < {}; {} += 32)", d, d, depth, d));
+  line(fmt::format("{}[warp][{}] = {};", sq, d, load(q, row, d)));
+  close();
+  close();
+  line(fmt::format("float {} = -INFINITY, {} = 0;", m, l));
+  line(fmt::format("float {}[{}];", acc, per_lane));
+  line(fmt::format("for (int u = 0; u < {}; ++u) {}[u] = 0;", per_lane, acc));
+  open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", j0, j0, keys, j0, block));
+  line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", nb, keys, j0, block, keys, j0,
+                   block));
+  line("__syncthreads();  // the previous block's tiles are used up");
+  // K's block, [depth][key], and V's, [key][width], each element loaded once by one thread.
+  for (bool is_k : {true, false}) {
+    const int64_t count = block * (is_k ? depth : width);
+    open(fmt::format("for (int {} = threadIdx.x; {} < {}; {} += blockDim.x)", e, e, count, e));
+    std::string x = fresh("x");
+    line(is_k
+             ? fmt::format("const int64_t {} = {} / {}, {} = {} % {};", d, e, block, jj, e, block)
+             : fmt::format("const int64_t {} = {} / {}, {} = {} % {};", jj, e, width, d, e, width));
+    line(fmt::format("float {} = 0;", x));
+    open(fmt::format("if ({} < {})", jj, nb));
+    const std::string key = "(" + j0 + " + " + jj + ")";
+    line(fmt::format("{} = {};", x, is_k ? load(k, d, key) : load(v, key, d)));
+    close();
+    line(is_k ? fmt::format("{}[{}][{}] = {};", sk, d, jj, x)
+              : fmt::format("{}[{}][{}] = {};", sv, jj, d, x));
     close();
   }
+  line("__syncthreads();");
+  open(fmt::format("if ({} < {})", row, rows));  // the same for a warp's lanes
+  std::string j = fresh("j"), sc = fresh("sc"), dot = fresh("dot");
+  line(fmt::format("const int64_t {} = {} + lane;", j, j0));
+  line(fmt::format("float {} = -INFINITY;", sc));
+  open(fmt::format("if ({} < {})", j, keys));
+  line(fmt::format("float {} = 0;", dot));
+  line(fmt::format("for (int {} = 0; {} < {}; ++{}) {} += {}[warp][{}] * {}[{}][lane];", d, d,
+                   depth, d, dot, sq, d, sk, d));
+  std::string x = logit(row, j, dot);
+  line(fmt::format("{} = (float){};", sc, x));
+  close();
+  line(fmt::format("const float {} = eqf_max({}, eqf_warp_max({}));", bm, m, sc));
+  line(
+      fmt::format("const float {} = {} == -INFINITY ? 1.0f : eqf_exp({} - {});", alpha, bm, m, bm));
+  line(fmt::format("const float {} = {} == -INFINITY ? 0.0f : eqf_exp({} - {});", p, bm, sc, bm));
+  line(fmt::format("{} = {} * {} + eqf_warp_sum({});", l, l, alpha, p));
+  line(fmt::format("for (int u = 0; u < {}; ++u) {}[u] *= {};", per_lane, acc, alpha));
+  std::string pj = fresh("pj");
+  open(fmt::format("for (int {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
+  line(fmt::format("const float {} = __shfl_sync(0xffffffffu, {}, {});", pj, p, jj));
+  line(
+      fmt::format("for (int u = 0; u < {}; ++u) if (lane + 32 * u < {}) {}[u] += {} * "
+                  "{}[{}][lane + 32 * u];",
+                  per_lane, width, acc, pj, sv, jj));
+  close();
   line(fmt::format("{} = {};", m, bm));
   close();
-  std::string inv = fresh("inv"), d = fresh("d");
+  close();
+  open(fmt::format("if ({} < {})", row, rows));
+  std::string inv = fresh("inv");
   line(fmt::format("const float {} = 1.0f / {};", inv, l));
   open(fmt::format("for (int u = 0; u < {}; ++u)", per_lane));
-  line(fmt::format("const int64_t {} = {};", d, cuda ? "lane + 32 * u" : "u"));
-  if (cuda) line(fmt::format("if ({} >= {}) break;", d, width));
-  Index at = row;
+  line(fmt::format("const int64_t {} = lane + 32 * u;", d));
+  line(fmt::format("if ({} >= {}) break;", d, width));
+  Index at = batch;
+  at.push_back(row);
   at.push_back(d);
   line(fmt::format("{} = {}[u] * {};", store_ref(out, linear(out, at), at), acc, inv));
   close();
-  return rows;
+  close();
+  line("__syncthreads();  // the next item's rows overwrite the shared tiles");
+  return items;
 }
 
 // MatMul and Gemm operand geometry: element (m, k) of A and (k, n) of B at an output index.
@@ -1562,8 +1646,10 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   std::string items;
   bool rows_form = false;
   warp_rows_ =
-      target_ == Target::Cuda && (s.kind == StageKind::Softmax || s.kind == StageKind::LayerNorm ||
-                                  s.kind == StageKind::Attention);
+      target_ == Target::Cuda && (s.kind == StageKind::Softmax || s.kind == StageKind::LayerNorm);
+  // A thread block per item (its threads share tiles in shared memory).
+  const bool block_items = target_ == Target::Cuda && s.kind == StageKind::Attention;
+  const int threads_per_item = block_items ? kAttentionWarps * 32 : warp_rows_ ? 32 : 1;
   const bool contraction_stage = s.kind == StageKind::MatMul || s.kind == StageKind::Gemm;
   std::string library;
   if (target_ == Target::Cuda && contraction_stage) library = cublas_call(s, index);
@@ -1678,7 +1764,12 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     functions +=
         head + fmt::format("{}__global__ void {}({}) {{\n{}  const int64_t n = {};\n",
                            hosted_ ? "extern \"C\" " : "", name, params.signature, dims, items);
-    if (warp_rows_)  // a warp per item; the loop bound is the same for the warp's 32 lanes
+    if (block_items)  // a block per item; the loop bound is the same for all its threads
+      functions +=
+          "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+          "  for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {\n" +
+          body + "  }\n}\n\n";
+    else if (warp_rows_)  // a warp per item; the loop bound is the same for the warp's 32 lanes
       functions +=
           "  const int lane = threadIdx.x & 31;\n"
           "  for (int64_t i = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; i < n;\n"
@@ -1694,9 +1785,9 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
                       "if (n > 0) {{\n      void* a[] = {{{}}};\n"
                       "      if (H->launch(H->ctx, \"{}\", eqf_grid(n * {}), 256, a)) return -1;\n"
                       "    }}",
-                      params.addresses, name, warp_rows_ ? 32 : 1)
+                      params.addresses, name, threads_per_item)
                 : fmt::format("if (n > 0) {}<<<eqf_grid(n * {}), 256, 0, st>>>({});", name,
-                              warp_rows_ ? 32 : 1, params.args);
+                              threads_per_item, params.args);
     calls += fmt::format("  {{\n    {}const int64_t n = {};\n    {}\n  }}\n",
                          library.empty() ? record_event(index) + "\n    " : "", items, launch);
   }

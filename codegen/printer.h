@@ -16,10 +16,13 @@
 //                       | per column); with EQFUSE_CBLAS,      | f32 buffers, GemmEx (f32
 //                       | CBLAS SGEMM per batch entry (f32     | accumulate) for f16/bf16;
 //                       | buffers only)                        | else a thread per element
-//   attention           | one item per query row; blocks of 64 | a warp per query row; blocks
-//   softmax(S)·V        | keys, their scores in an array, the  | of 32 keys, a lane's score is
-//                       | running max/sum rescale the row of   | its key's, shuffles combine
-//                       | sums over V (online softmax)         | and share out V's row
+//   attention           | an item per 32 query rows; blocks of | a thread block per 8 query
+//   softmax(S)·V        | 64 keys, K and V tiles in arrays,    | rows, a warp per row; K and V
+//                       | scores in an array, the running      | tiles of 32 keys in shared
+//                       | max/sum rescale the row of sums over | memory (__syncthreads), a
+//                       | V (online softmax)                   | lane's score is its key's,
+//                       |                                      | shuffles combine and share
+//                       |                                      | out V's row
 //   2-D Conv            | one item per block of up to 8 output | one thread per output element
 //                       | channels of one output row, register |
 //                       | tiles of one vector along the row    |

@@ -255,10 +255,10 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
 
 TEST_CASE("attention with and without a mask") {
   // 67 keys: a whole and a partial block of the CPU's 64 and of CUDA's 32; K's depth 8 and V's
-  // width 5 differ; queries 1 and 11.
+  // width 5 differ; 1 query, and 37: a whole and a partial tile of the CPU's 32 rows.
   const std::string scores = "(Mul (MatMul ?0 (Transpose :perm (0 1 3 2) ?1)) ?2)";
   for (const char* mask : {"none", "additive", "causal"}) {
-    for (int64_t queries : {1, 11}) {
+    for (int64_t queries : {1, 37}) {
       INFO("mask " << mask << ", " << queries << " queries");
       GraphBuilder b;
       ValueId q = b.input("q", DType::f32, {Dim::symbol("n"), Dim(3), Dim(queries), Dim(8)});
@@ -282,8 +282,10 @@ TEST_CASE("attention with and without a mask") {
                      {m, zero, minus_inf, q, k, scale, v});
       b.output(out);
       ir::Graph g = std::move(b).finish();
-      // One stage for the three ops, on both targets, where the option allows it.
+      // One stage for the whole kernel (K's transpose folded into its loads), on both targets,
+      // where the option allows it.
       codegen::KernelPlan plan = codegen::make_plan(g);
+      CHECK(plan.stages.size() == 1);
       CHECK(codegen::print_kernels(plan, codegen::Target::Cpu).find("attention MatMul") !=
             std::string::npos);
       CHECK(codegen::print_kernels(plan, codegen::Target::Cuda).find("attention MatMul") !=
@@ -298,6 +300,23 @@ TEST_CASE("attention with and without a mask") {
       check_twin(g, dims, separate);
     }
   }
+}
+
+TEST_CASE("attention reads heads split out of the projections through their index maps") {
+  // Q, K and V are (n, 13, 8) projections split into 2 heads of 4 by Reshape and Transpose, as
+  // the shared transformers write it: the attention stage reads them where they lie.
+  GraphBuilder b;
+  std::vector<ValueId> qkv;
+  for (const char* name : {"q", "k", "v"})
+    qkv.push_back(b.input(name, DType::f32, {Dim::symbol("n"), Dim(13), Dim(8)}));
+  const std::string heads = "(Transpose :perm (0 2 1 3) (Reshape :shape (0 0 2 4) ?";
+  b.output(kernel(b,
+                  "(MatMul (Softmax :axis -1 (MatMul " + heads + "0)) (Transpose :perm (0 2 3 1) " +
+                      "(Reshape :shape (0 0 2 4) ?1)))) " + heads + "2)))",
+                  qkv));
+  ir::Graph g = std::move(b).finish();
+  CHECK(codegen::make_plan(g).stages.size() == 1);
+  check_twin(g, {{3, 13, 8}, {3, 13, 8}, {3, 13, 8}});
 }
 
 TEST_CASE("an attention stage forms only where S stays inside it") {
