@@ -1248,14 +1248,20 @@ std::string Writer::body_matmul_rows(const Stage& s) {
       open("else");
       reduction(false);
       close();
+      // Each vector's elements stored (and their epilogue computed) by a loop, not unrolled:
+      // the epilogue is printed once per vector.
       for (int64_t r = 0; r < mb; ++r)
-        for (int h = 0; h < vectors; ++h)
-          for (int u = 0; u < lanes; ++u) {
-            int q = h * lanes + u;
-            open(fmt::format("if ({} < nb)", q));
-            store(r, fmt::format("(n0 + {})", q), fmt::format("{}[{}]", acc(r, h), u));
-            close();
-          }
+        for (int h = 0; h < vectors; ++h) {
+          std::string u = fresh("u"), e = fresh("e");
+          // Through an array: indexing the vector itself by a variable would keep it in memory
+          // for the whole reduction.
+          line(fmt::format("{} {}[{}];", ct, e, lanes));
+          line(fmt::format("memcpy({}, &{}, sizeof(vec));", e, acc(r, h)));
+          open(fmt::format("for (int {} = 0; {} < {} && {} + {} < nb; ++{})", u, u, lanes,
+                           h * lanes, u, u));
+          store(r, fmt::format("(n0 + {} + {})", h * lanes, u), fmt::format("{}[{}]", e, u));
+          close();
+        }
       close();
     });
   } else {
@@ -1403,14 +1409,17 @@ std::string Writer::body_conv_tiles(const Stage& s) {
     open("else");
     reduction(false);
     close();
-    for (int64_t k = 0; k < mb; ++k)
-      for (int u = 0; u < lanes; ++u) {
-        open(fmt::format("if ({} < qb)", u));
-        std::string m = iadd("m0", std::to_string(k));
-        Index at = {r[0], m, r[2], fmt::format("(q0 + {})", u)};
-        store_output(out, linear(out, at), at, fmt::format("acc{}[{}]", k, u));
-        close();
-      }
+    // Each channel's elements stored (and their epilogue computed) by a loop, not unrolled.
+    for (int64_t k = 0; k < mb; ++k) {
+      std::string u = fresh("u"), e = fresh("e");
+      line(fmt::format("{} {}[{}];", ct, e, lanes));  // see body_matmul_rows
+      line(fmt::format("memcpy({}, &acc{}, sizeof(vec));", e, k));
+      open(fmt::format("for (int {} = 0; {} < qb; ++{})", u, u, u));
+      std::string m = iadd("m0", std::to_string(k));
+      Index at = {r[0], m, r[2], fmt::format("(q0 + {})", u)};
+      store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));
+      close();
+    }
     close();
   });
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
