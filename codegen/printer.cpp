@@ -969,8 +969,10 @@ std::string Writer::body_attention(const Stage& s) {
   std::string row = fresh("row"), sq = fresh("sq"), sk = fresh("sk"), sv = fresh("sv"),
               m = fresh("m"), l = fresh("l"), acc = fresh("acc"), e = fresh("e");
   line(fmt::format("const int64_t {} = {} + warp;", row, r0));
+  // K's tile is [depth][key], padded by a column so that threads storing consecutive depths
+  // of one key hit distinct banks.
   line(fmt::format("__shared__ float {}[{}][{}], {}[{}][{}], {}[{}][{}];", sq, tile_rows, depth, sk,
-                   depth, block, sv, block, width));
+                   depth, block + 1, sv, block, width));
   open(fmt::format("if ({} < {})", row, rows));
   open(fmt::format("for (int64_t {} = lane; {} < {}; {} += 32)", d, d, depth, d));
   line(fmt::format("{}[warp][{}] = {};", sq, d, load(q, row, d)));
@@ -983,14 +985,13 @@ std::string Writer::body_attention(const Stage& s) {
   line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", nb, keys, j0, block, keys, j0,
                    block));
   line("__syncthreads();  // the previous block's tiles are used up");
-  // K's block, [depth][key], and V's, [key][width], each element loaded once by one thread.
+  // K's and V's blocks, each element loaded once by one thread; consecutive threads take
+  // consecutive depths (widths) of a key, which lie next to each other in a projection's output.
   for (bool is_k : {true, false}) {
-    const int64_t count = block * (is_k ? depth : width);
+    const int64_t along = is_k ? depth : width, count = block * along;
     open(fmt::format("for (int {} = threadIdx.x; {} < {}; {} += blockDim.x)", e, e, count, e));
     std::string x = fresh("x");
-    line(is_k
-             ? fmt::format("const int64_t {} = {} / {}, {} = {} % {};", d, e, block, jj, e, block)
-             : fmt::format("const int64_t {} = {} / {}, {} = {} % {};", jj, e, width, d, e, width));
+    line(fmt::format("const int64_t {} = {} / {}, {} = {} % {};", jj, e, along, d, e, along));
     line(fmt::format("float {} = 0;", x));
     open(fmt::format("if ({} < {})", jj, nb));
     const std::string key = "(" + j0 + " + " + jj + ")";
