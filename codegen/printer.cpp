@@ -326,6 +326,15 @@ class Writer {
   std::string cpu_function(const std::string& name, const std::string& head, ValueId output,
                            const std::string& items, const std::string& work,
                            std::string& functions);
+  // The element count of `v` when every dim is static.
+  std::optional<int64_t> static_numel(ValueId v) const {
+    int64_t n = 1;
+    for (const ir::Dim& d : type(v).shape.dims()) {
+      if (!d.is_static()) return std::nullopt;
+      n *= d.value();
+    }
+    return n;
+  }
   // The work of one item of the row forms (body_matmul_rows, body_conv_tiles); "" otherwise.
   std::string row_work_;
   // Prints `emit(lanes)` twice, for 32-byte vectors where the target has AVX and 16-byte ones
@@ -358,6 +367,17 @@ class Writer {
 
  public:
   bool uses_cublas = false;
+  // A CUDA stage assumes its buffers 16-byte aligned (the run checks).
+  bool aligned_vectors = false;
+
+ private:
+  // A CUDA pointwise stage in groups of 4 elements per thread: the f32 buffers it reads at its
+  // own element are loaded 16 bytes at a time before the group's loop (`group_loads_`, their
+  // buffer indices), and an f32 output is stored so after it.
+  bool group4_ = false;
+  std::set<size_t> group_loads_;
+
+ public:
   bool uses_cblas = false;
 
  private:
@@ -399,6 +419,14 @@ std::string Writer::elem(ValueId v, const Index& idx) {
       throw Error("codegen: internal: '" + g_.value(v).name + "' is read after its Concat",
                   Error::Kind::Internal);
     var = fresh("t");
+    if (group4_ && b->dtype == DType::f32 && type(v).dtype == DType::f32 && linear(v, idx) == "i") {
+      size_t index = plan_.buffer_of.at(v);
+      used_.insert(v);
+      group_loads_.insert(index);
+      line(fmt::format("const float {} = g{}[k];", var, index));
+      scopes_.back()[key] = var;
+      return var;
+    }
     line(fmt::format("const {} {} = {}[{}];", storage_type(type(v).dtype), var, ptr(v),
                      linear(v, idx)));
   } else {
@@ -631,7 +659,12 @@ std::string Writer::body_pointwise(const Stage& s) {
   ValueId out = s.output;
   Index idx = decompose_value("i", out);
   std::string v = s.node == ir::kNoNode ? elem(s.source, idx) : compute(g_.node(s.node), idx);
-  line(fmt::format("{} = {};", store_ref(out, "i", idx), v));
+  if (group4_ && plan_.buffer(out)->dtype == DType::f32 && type(out).dtype == DType::f32) {
+    used_.insert(out);
+    line(fmt::format("go[k] = {};", v));
+  } else {
+    line(fmt::format("{} = {};", store_ref(out, "i", idx), v));
+  }
   return numel(out);
 }
 
@@ -1663,6 +1696,16 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const bool contraction_stage = s.kind == StageKind::MatMul || s.kind == StageKind::Gemm;
   std::string library;
   if (target_ == Target::Cuda && contraction_stage) library = cublas_call(s, index);
+  // CUDA pointwise stages over a whole number of 4-element groups take a group per thread, so
+  // that where the stage reads or writes a value at its own element (`p[i]`), the compiler makes
+  // one 128-bit load or store of the four: every buffer is 16-byte aligned (the arena's slots
+  // and the weights' offsets by the plan; their bases and the caller's inputs and outputs by
+  // the run function's check).
+  const bool groups_of_4 = target_ == Target::Cuda && s.kind == StageKind::Pointwise &&
+                           library.empty() && !plan_.buffer(s.output)->slice_of &&
+                           static_numel(s.output).value_or(1) % 4 == 0;
+  group4_ = groups_of_4;
+  group_loads_.clear();
   // A contraction in loops of our own computes its epilogue where it stores.
   const Stage* epilogue = library.empty() ? epilogue_after(index) : nullptr;
   // The C++ twin keeps its own loops and, under EQFUSE_CBLAS (cpu_backend.h with
@@ -1770,11 +1813,50 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   used_.insert(written);
   Parameters params = parameters(written);
   std::string dims = dims_prologue();
+  if (groups_of_4) {
+    items = std::to_string(*static_numel(s.output) / 4);
+    for (ValueId v : used_)
+      if (plan_.buffer(v)) {
+        std::string p = fmt::format("p{}", plan_.buffer_of.at(v));
+        dims += fmt::format("  {} = (decltype({}))__builtin_assume_aligned({}, 16);\n", p, p, p);
+      }
+    aligned_vectors = true;
+  }
   {
     functions +=
         head + fmt::format("{}__global__ void {}({}) {{\n{}  const int64_t n = {};\n",
                            hosted_ ? "extern \"C\" " : "", name, params.signature, dims, items);
-    if (block_items)  // a block per item; the loop bound is the same for all its threads
+    if (groups_of_4) {  // four consecutive elements per thread
+      std::string indented;
+      for (size_t at = 0; at < body.size();) {
+        size_t end = body.find('\n', at);
+        indented += "  " + body.substr(at, end - at + 1);
+        at = end + 1;
+      }
+      std::string loads, store;
+      for (size_t b : group_loads_)
+        loads += fmt::format(
+            "    const float4 g{}v = *(const float4*)(p{} + t * 4);\n"
+            "    const float g{}[4] = {{g{}v.x, g{}v.y, g{}v.z, g{}v.w}};\n",
+            b, b, b, b, b, b, b);
+      const bool grouped_store = indented.find("go[k] = ") != std::string::npos;
+      if (grouped_store) {
+        loads += "    float go[4];\n";
+        store = fmt::format(
+            "    float4 gov;\n    gov.x = go[0];\n    gov.y = go[1];\n"
+            "    gov.z = go[2];\n    gov.w = go[3];\n"
+            "    *(float4*)(p{} + t * 4) = gov;\n",
+            plan_.buffer_of.at(s.output));
+      }
+      functions +=
+          "  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < n;\n"
+          "       t += (int64_t)gridDim.x * blockDim.x) {\n" +
+          loads +
+          "#pragma unroll\n"
+          "    for (int k = 0; k < 4; ++k) {\n"
+          "      const int64_t i = t * 4 + k;\n" +
+          indented + "    }\n" + store + "  }\n}\n\n";
+    } else if (block_items)  // a block per item; the loop bound is the same for all its threads
       functions +=
           "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
           "  for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {\n" +
@@ -1963,7 +2045,8 @@ std::string kernel_api_text(Target target) {
       "// Number of run-time dims (the order of `dims`).\n"
       "extern \"C\" int eqfuse_num_dims(void);\n"
       "// Runs the model: inputs and outputs in the model's order, the weights blob and an arena\n"
-      "// of eqfuse_arena_bytes(dims) bytes{}. Returns 0, or an error code.\n"
+      "// of eqfuse_arena_bytes(dims) bytes{}. Returns 0, or an error code (CUDA: -2 when a\n"
+      "// buffer, input, output, weights or arena, is not 16-byte aligned; cudaMalloc's are).\n"
       "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
       "                            void* const* outputs, const void* weights, void* arena{});\n"
       "// The model's interface: inputs and outputs (name, ONNX dtype code, rank, dims at a\n"
@@ -2066,6 +2149,14 @@ HostedCuda print_units(const KernelPlan& plan, Target target, bool hosted) {
         "                            void* const* outputs, const void* weights, void* arena" +
         stream + ") {\n";
   text += "  (void)dims;\n  (void)inputs;\n  (void)outputs;\n  (void)weights;\n  (void)arena;\n";
+  if (w.aligned_vectors) {  // every buffer 16-byte aligned, or no run
+    std::string bits = "(uintptr_t)weights | (uintptr_t)arena";
+    for (size_t k = 0; k < g.inputs().size(); ++k)
+      bits += fmt::format(" | (uintptr_t)inputs[{}]", k);
+    for (size_t k = 0; k < g.outputs().size(); ++k)
+      bits += fmt::format(" | (uintptr_t)outputs[{}]", k);
+    text += fmt::format("  if (({}) & 15) return -2;\n", bits);
+  }
   text += dims;
   text += "  EqfDims D;\n";
   for (size_t k = 0; k < std::max<size_t>(plan.dims.size(), 1); ++k)

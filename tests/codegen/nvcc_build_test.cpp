@@ -4,7 +4,8 @@
 // buffers, cuBLAS GemmEx). Each tree's hosted units (`eqfuse run --backend cuda`) are also built:
 // the kernels with NVRTC for sm_90a, the host code with the system compiler. Skips (exit 77)
 // where nvcc or ../shared is absent: CI machines have the CUDA toolkit but no GPU, so this is
-// the check CI gives the CUDA-only half of the printer.
+// the check CI gives the CUDA-only half of the printer. pointwise_chain's PTX must show 128-bit
+// loads and stores (its pointwise kernel in groups of 4 elements per thread).
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -39,6 +40,18 @@ bool nvcc_compile(const std::string& nvcc, const fs::path& dir, const std::strin
   std::ifstream in(log);
   std::cout << "FAILED: nvcc " << (dir / file).string() << "\n" << in.rdbuf() << "\n";
   return false;
+}
+
+// Whether the PTX of dir's kernels.cu has 128-bit global loads and stores of f32.
+bool vector_accesses(const std::string& nvcc, const fs::path& dir) {
+  fs::path ptx = dir / "kernels.ptx";
+  std::string cmd = "'" + nvcc + "' -std=c++17 -arch=sm_90a -ptx -o '" + ptx.string() + "' '" +
+                    (dir / "kernels.cu").string() + "' > /dev/null 2>&1";
+  if (std::system(cmd.c_str()) != 0) return false;
+  std::stringstream text;
+  text << std::ifstream(ptx).rdbuf();
+  return text.str().find("ld.global.v4.f32") != std::string::npos &&
+         text.str().find("st.global.v4.f32") != std::string::npos;
 }
 
 }  // namespace
@@ -81,6 +94,11 @@ int main() {
           codegen::write_source_tree(plan, dir, {codegen::Target::Cuda, "sm_90a"});
           bool ok = nvcc_compile(nvcc, dir, "kernels.cu");
           if (ok && !bench_done) ok = nvcc_compile(nvcc, dir, "bench.cu"), bench_done = true;
+          // A pointwise kernel over whole groups of 4 loads and stores 128 bits at a time.
+          if (ok && name == "models_pointwise_chain") {
+            ok = vector_accesses(nvcc, dir);
+            if (!ok) std::cout << "FAILED: no 128-bit loads and stores in " << tree << "\n";
+          }
           // The hosted units of `eqfuse run --backend cuda`: NVRTC and the system compiler.
           std::string nvrtc;
           if (ok) {
