@@ -326,14 +326,13 @@ class Writer {
   std::string cpu_function(const std::string& name, const std::string& head, ValueId output,
                            const std::string& items, const std::string& work,
                            std::string& functions);
-  // The element count of `v` when every dim is static.
-  std::optional<int64_t> static_numel(ValueId v) const {
+  // Whether v's element count is a multiple of 4 at every binding of the dims: its static dims'
+  // product is (a symbolic batch times a static row of 128 is).
+  bool whole_groups_of_4(ValueId v) const {
     int64_t n = 1;
-    for (const ir::Dim& d : type(v).shape.dims()) {
-      if (!d.is_static()) return std::nullopt;
-      n *= d.value();
-    }
-    return n;
+    for (const ir::Dim& d : type(v).shape.dims())
+      if (d.is_static()) n = n * d.value() % 4;
+    return n % 4 == 0;
   }
   // The work of one item of the row forms (body_matmul_rows, body_conv_tiles); "" otherwise.
   std::string row_work_;
@@ -1696,14 +1695,15 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const bool contraction_stage = s.kind == StageKind::MatMul || s.kind == StageKind::Gemm;
   std::string library;
   if (target_ == Target::Cuda && contraction_stage) library = cublas_call(s, index);
-  // CUDA pointwise stages over a whole number of 4-element groups take a group per thread, so
+  // CUDA pointwise stages over a whole number of 4-element groups (at every binding of the
+  // dims) take a group per thread, so
   // that where the stage reads or writes a value at its own element (`p[i]`), the compiler makes
   // one 128-bit load or store of the four: every buffer is 16-byte aligned (the arena's slots
   // and the weights' offsets by the plan; their bases and the caller's inputs and outputs by
   // the run function's check).
   const bool groups_of_4 = target_ == Target::Cuda && s.kind == StageKind::Pointwise &&
                            library.empty() && !plan_.buffer(s.output)->slice_of &&
-                           static_numel(s.output).value_or(1) % 4 == 0;
+                           whole_groups_of_4(s.output);
   group4_ = groups_of_4;
   group_loads_.clear();
   // A contraction in loops of our own computes its epilogue where it stores.
@@ -1814,7 +1814,7 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   Parameters params = parameters(written);
   std::string dims = dims_prologue();
   if (groups_of_4) {
-    items = std::to_string(*static_numel(s.output) / 4);
+    items = "(" + items + ") / 4";
     for (ValueId v : used_)
       if (plan_.buffer(v)) {
         std::string p = fmt::format("p{}", plan_.buffer_of.at(v));

@@ -8,8 +8,8 @@
 //   --------------------|--------------------------------------|------------------------------
 //   function prefix     | static                               | __global__ (+ a host launch)
 //   the item loop       | for over items, OpenMP parallel      | grid-stride loop over threads
-//   pointwise, static   | an element per item                  | 4 elements per thread; f32
-//   size a multiple of 4|                                      | read or written at their own
+//   pointwise, size a   | an element per item                  | 4 elements per thread; f32
+//   multiple of 4       |                                      | read or written at their own
 //                       |                                      | element in 128-bit accesses
 //   Softmax, LayerNorm  | one item per row, serial row loops   | a warp per row, lanes stride
 //                       |                                      | the row, shuffles combine
