@@ -110,7 +110,7 @@ constexpr int64_t kMaxAttentionWidth = 128;
 std::vector<Stage::AttentionNodes> attention_stages(const ir::Graph& g,
                                                     const std::vector<bool>& live,
                                                     const std::vector<NodeId>& origin,
-                                                    std::map<NodeId, size_t>& of_output) {
+                                                    std::map<ValueId, size_t>& of_output) {
   const auto& nodes = g.nodes();
   std::vector<std::vector<NodeId>> readers(g.values().size());
   for (size_t i = 0; i < nodes.size(); ++i)
