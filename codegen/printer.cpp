@@ -366,6 +366,7 @@ class Writer {
 
  public:
   bool uses_cublas = false;
+  bool uses_cblas = false;
   // A CUDA stage assumes its buffers 16-byte aligned (the run checks).
   bool aligned_vectors = false;
 
@@ -376,10 +377,6 @@ class Writer {
   bool group4_ = false;
   std::set<size_t> group_loads_;
 
- public:
-  bool uses_cblas = false;
-
- private:
   std::string body_pool(const Stage& s);
 };
 
@@ -1121,23 +1118,13 @@ std::string Writer::body_matmul_element(const Stage& s) {
     K = dim(c.a, ra - 1);
     size_t batch = ro - (ra >= 2 ? 1 : 0) - (rb >= 2 ? 1 : 0);
     Index bidx(idx.begin(), idx.begin() + long(batch));
-    auto batch_of = [&](ValueId v, size_t matrix_rank) {
-      size_t r = rank(v) - matrix_rank;
-      Index out_b(r);
-      for (size_t q = 0; q < r; ++q) out_b[q] = dim_is_one(v, q) ? "0" : bidx[batch - r + q];
-      return out_b;
-    };
     if (ra >= 2) {
-      ia = batch_of(c.a, 2);
-      ia.push_back(idx[batch]);
-      ia.push_back(k);
+      ia = matrix_index(c.a, bidx, idx[batch], k);
     } else {
       ia = {k};
     }
     if (rb >= 2) {
-      ib = batch_of(c.b, 2);
-      ib.push_back(k);
-      ib.push_back(idx[ro - 1]);
+      ib = matrix_index(c.b, bidx, k, idx[ro - 1]);
     } else {
       ib = {k};
     }
@@ -1203,22 +1190,11 @@ std::string Writer::body_matmul_rows(const Stage& s) {
   } else {
     K = dim(c.a, ra - 1);
     size_t batch = ro - 2;
-    auto batch_of = [&](ValueId v) {
-      size_t r = rank(v) - 2;
-      Index b(r);
-      for (size_t q = 0; q < r; ++q) b[q] = dim_is_one(v, q) ? "0" : ridx[batch - r + q];
-      return b;
-    };
-    Index ia = batch_of(c.a);
-    ia.push_back(m);
-    ia.push_back("0");
-    abase = linear(c.a, ia);
+    const Index batch_index(ridx.begin(), ridx.begin() + long(batch));
+    abase = linear(c.a, matrix_index(c.a, batch_index, m, "0"));
     sak = "1";
     sam = K;
-    Index ib = batch_of(c.b);
-    ib.push_back("0");
-    ib.push_back("0");
-    bbase = linear(c.b, ib);
+    bbase = linear(c.b, matrix_index(c.b, batch_index, "0", "0"));
     sbk = dim(c.b, rb - 1);
     sbn = "1";
   }
