@@ -149,6 +149,14 @@ TEST_CASE("the hosted host code launches every stage in order through the table"
     const void* inputs[] = {fake.data(), fake.data() + 4096};
     void* outputs[] = {fake.data() + 8192, fake.data() + 12288};
     REQUIRE(run(dims, inputs, outputs, fake.data(), fake.data(), &table) == 0);
+    // Its pointwise stages read and write 16 bytes at a time: a misaligned buffer is refused
+    // before anything is launched.
+    const void* misaligned[] = {fake.data() + 1, fake.data() + 4096};
+    Recorder none;
+    codegen::EqfHost refused = table;
+    refused.ctx = &none;
+    CHECK(run(dims, misaligned, outputs, fake.data(), fake.data(), &refused) == -2);
+    CHECK(none.order.empty());
 
     // One record per stage and one at the end, in order; every stage launched, a GEMM, or an
     // epilogue computed inside the convolution before it (which the header comment says).
