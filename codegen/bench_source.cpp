@@ -16,6 +16,7 @@ std::string bench_source_text() {
 // set, so another build (the GPU's) can be checked against this one at the same seed.
 // Prints one JSON document ("match" is null when there were no expected outputs to compare).
 // Exit 0 ok, 1 a mismatch, 2 bad usage or input.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -298,6 +299,7 @@ int main(int argc, char** argv) {
   std::vector<const void*> in_ptrs;
   std::vector<void*> out_ptrs;
   double first_ms = 0, mean_ms = 0, min_ms = 1e30, graph_ms = -1;
+  std::vector<double> run_ms;  // each timed run, for the median
   std::string stages_json;
 #if defined(__CUDACC__)
   auto check = [](cudaError_t e, const char* what) { if (e != cudaSuccess) fail(std::string(what) + ": " + cudaGetErrorString(e)); };
@@ -309,7 +311,7 @@ int main(int argc, char** argv) {
   for (auto& t : outputs) { void* p; check(cudaMalloc(&p, t.bytes.size() + 1), "cudaMalloc"); out_ptrs.push_back(p); }
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "stream");
-  auto run = [&]() { int rc = eqfuse_run(dims.data(), in_ptrs.data(), out_ptrs.data(), d_weights, d_arena, stream); if (rc) fail("eqfuse_run failed: " + std::string(cudaGetErrorString(cudaError_t(rc)))); };
+  auto run = [&]() { int rc = eqfuse_run(dims.data(), in_ptrs.data(), out_ptrs.data(), d_weights, d_arena, stream); if (rc) fail("eqfuse_run failed: " + std::string(rc == -2 ? "a buffer is not 16-byte aligned" : cudaGetErrorString(cudaError_t(rc)))); };
   double t0 = now_ms();
   run();
   check(cudaStreamSynchronize(stream), "first run");
@@ -328,6 +330,7 @@ int main(int argc, char** argv) {
     cudaEventElapsedTime(&ms, e0, e1);
     mean_ms += ms / runs;
     min_ms = std::min(min_ms, double(ms));
+    run_ms.push_back(ms);
   }
   cudaGraph_t graph;
   cudaGraphExec_t exec;
@@ -370,6 +373,7 @@ int main(int argc, char** argv) {
     double ms = now_ms() - s;
     mean_ms += ms / runs;
     min_ms = std::min(min_ms, ms);
+    run_ms.push_back(ms);
   }
   const char* target = "cpu";
 #endif
@@ -398,14 +402,16 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < inputs.size(); ++k) write_tensor(write_dir + "/input_" + std::to_string(k) + ".pb", inputs[k]);
     for (size_t k = 0; k < outputs.size(); ++k) write_tensor(write_dir + "/output_" + std::to_string(k) + ".pb", outputs[k]);
   }
+  std::sort(run_ms.begin(), run_ms.end());
+  const double median_ms = run_ms.empty() ? -1 : run_ms[run_ms.size() / 2];
   std::string dims_json;
   for (int d = 0; d < nd; ++d) dims_json += (d ? ", " : "") + std::to_string(dims[size_t(d)]);
   std::printf("{\"target\": \"%s\", \"dims\": [%s], \"seeded_weights\": %s, \"arena_bytes\": %lld, "
-              "\"first_run_ms\": %.4f, \"mean_ms\": %.4f, \"min_ms\": %.4f, \"graph_replay_ms\": %.4f, "
+              "\"first_run_ms\": %.4f, \"mean_ms\": %.4f, \"median_ms\": %.4f, \"min_ms\": %.4f, \"graph_replay_ms\": %.4f, "
               "\"runs\": %d, \"stage_ms\": [%s], \"precision\": \"%s\", \"rtol\": %g, \"atol\": %g, "
               "\"checked\": [%s], \"match\": %s}\n",
               target, dims_json.c_str(), seeded_weights ? "true" : "false", (long long)arena_bytes,
-              first_ms, mean_ms, min_ms, graph_ms, runs, stages_json.c_str(),
+              first_ms, mean_ms, median_ms, min_ms, graph_ms, runs, stages_json.c_str(),
               precision == 16 ? "bf16" : precision == 10 ? "f16" : "f32", rtol, atol, checks.c_str(),
               expected.empty() ? "null" : all_match ? "true" : "false");
   return all_match ? 0 : 1;

@@ -210,7 +210,10 @@ std::vector<ir::Tensor> CudaModule::run(const std::vector<ir::Tensor>& inputs) c
   int rc = s.run(dims.data(), in.data(), out.data(), reinterpret_cast<const void*>(s.weights),
                  arena, &table);
   if (rc != 0)
-    throw Error("CUDA backend: the run failed: " + (s.failure.empty() ? "?" : s.failure),
+    throw Error("CUDA backend: the run failed: " +
+                    (rc == -2            ? std::string("a buffer is not 16-byte aligned")
+                     : s.failure.empty() ? std::string("?")
+                                         : s.failure),
                 Error::Kind::Internal);
   s.check(a.cuCtxSynchronize(), "running the kernels");
   for (size_t k = 0; k < outputs.size(); ++k)
