@@ -22,12 +22,15 @@ results/partN.json, and `--merge` joins the parts into results/gpu.json and one 
   python3 bench/gpu/run.py --merge
 """
 import argparse
+import concurrent.futures
+import glob
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,10 +43,46 @@ def sh(cmd, cwd=None, timeout=240):
     return p.returncode, p.stdout, p.stderr, time.time() - t0
 
 
-def build(nvcc, arch, tree):
-    """nvcc builds the tree's library and bench; returns seconds of the kernels' build or None."""
+BUILT = {}  # tree -> seconds its nvcc build took (None: it failed)
+
+
+def cublas_flags():
+    """Where nvcc finds cuBLAS: the toolkit's lib64, else a pip wheel's (PyTorch's images carry
+    cuBLAS that way), with an rpath so that the bench finds it too."""
+    toolkit = os.path.join(os.path.dirname(os.path.dirname(shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")), "lib64")
+    if glob.glob(os.path.join(toolkit, "libcublas.so*")):
+        return ["-L" + toolkit]
+    for base in sys.path:
+        for lib in glob.glob(os.path.join(base, "nvidia", "**", "libcublas.so*"), recursive=True):
+            d = os.path.dirname(lib)
+            if not os.path.exists(os.path.join(d, "libcublas.so")):  # wheels ship only .so.N
+                link = os.path.join(tempfile.gettempdir(), "eqfuse-cublas")
+                os.makedirs(link, exist_ok=True)
+                for f in glob.glob(os.path.join(d, "libcublas*.so.*")):
+                    stem = os.path.basename(f).split(".so")[0] + ".so"
+                    if not os.path.exists(os.path.join(link, stem)):
+                        os.symlink(f, os.path.join(link, stem))
+                return ["-L" + link, "-Xlinker", "-rpath", "-Xlinker", d]
+            return ["-L" + d, "-Xlinker", "-rpath", "-Xlinker", d]
+    return []
+
+
+CUBLAS = None
+
+
+def build_one(nvcc, arch, tree):
+    """nvcc builds the tree's library and bench; returns seconds of the kernels' build or None.
+    A tree an earlier part built (for the same arch) is not built again."""
+    global CUBLAS
+    if CUBLAS is None:
+        CUBLAS = cublas_flags()
+    record = os.path.join(tree, f"nvcc_seconds.{arch}")
+    if os.path.exists(record) and os.path.exists(os.path.join(tree, "bench")):
+        with open(record) as f:
+            return float(f.read())
     rc, _, err, secs = sh([nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-shared", "-Xcompiler",
-                           "-fPIC", "-o", "libeqfuse_model.so", "kernels.cu", "-lcublas"], cwd=tree)
+                           "-fPIC", "-o", "libeqfuse_model.so", "kernels.cu"] + CUBLAS + ["-lcublas"],
+                          cwd=tree)
     if rc != 0:
         print(f"nvcc failed in {tree}:\n{err[-2000:]}", file=sys.stderr)
         return None
@@ -53,7 +92,30 @@ def build(nvcc, arch, tree):
     if rc != 0:
         print(f"nvcc failed on bench in {tree}:\n{err[-2000:]}", file=sys.stderr)
         return None
+    with open(record, "w") as f:
+        f.write(str(secs))
     return secs
+
+
+def build_all(nvcc, arch, trees):
+    """Builds every tree under `trees` at once, one nvcc per core (the seconds recorded per tree
+    are those of a build sharing the machine with the others)."""
+    global CUBLAS
+    if CUBLAS is None:
+        CUBLAS = cublas_flags()  # once, before the threads
+    dirs = [d for d, _, files in os.walk(trees) if "kernels.cu" in files and d not in BUILT]
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
+        for d, secs in zip(dirs, pool.map(lambda d: build_one(nvcc, arch, d), dirs)):
+            BUILT[d] = secs
+    print(f"== nvcc built {sum(s is not None for s in BUILT.values())} of {len(dirs)} trees in "
+          f"{time.time() - t0:.1f} s", flush=True)
+
+
+def build(nvcc, arch, tree):
+    if tree not in BUILT:
+        BUILT[tree] = build_one(nvcc, arch, tree)
+    return BUILT[tree]
 
 
 def bench(tree, args):
@@ -66,70 +128,44 @@ def bench(tree, args):
     return j
 
 
-TORCH_SNIPPET = r'''
-import json, os, sys, time
-import torch
-sys.path.insert(0, sys.argv[1])
-import torch_defs
-name, batch, mode, dtype = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
-model, inputs = torch_defs.build(name, batch)
-dt = torch.bfloat16 if dtype == "bf16" else torch.float32
-model = model.cuda().to(dt)
-inputs = [t.cuda().to(dt) if t.is_floating_point() else t.cuda() for t in inputs]
-result = {"model": name, "batch": batch, "mode": mode, "dtype": dtype}
-with torch.no_grad():
-    fn = model
-    if mode.startswith("compile"):
-        kw = {} if mode == "compile" else {"mode": "max-autotune-no-cudagraphs"}
-        fn = torch.compile(model, **kw)
-        torch.cuda.synchronize()
-        t0 = time.time()
-        fn(*inputs)
-        torch.cuda.synchronize()
-        result["first_call_s"] = time.time() - t0
-    if mode == "cudagraphs":
-        static = [t.clone() for t in inputs]
-        for _ in range(3):
-            model(*static)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            model(*static)
-        fn = lambda *a: g.replay()
-    for _ in range(10):
-        fn(*inputs)
-    torch.cuda.synchronize()
-    times = []
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(50):
-        e0.record()
-        fn(*inputs)
-        e1.record()
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1))
-    times.sort()
-    result["median_ms"] = times[len(times) // 2]
-print(json.dumps(result))
-'''
-
-
-def torch_run(trees, name, batch, mode, dtype):
-    """One PyTorch measurement in a fresh process with empty Inductor and Triton caches."""
+def torch_jobs(trees, jobs, deadline):
+    """PyTorch's measurements of `jobs` (torch_bench.py, one process with empty Inductor and
+    Triton caches), stopped at the deadline; the jobs it did not reach come back as skipped."""
+    if not jobs:
+        return [], []
     env = dict(os.environ)
     cache = tempfile.mkdtemp(prefix="eqfuse-torch-cache-")
     env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache, "inductor")
     env["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
+    env["PYTHONUNBUFFERED"] = "1"
+    job_file = os.path.join(cache, "jobs.json")
+    with open(job_file, "w") as f:
+        json.dump(jobs, f)
+    results = []
+    p = subprocess.Popen([sys.executable, os.path.join(HERE, "torch_bench.py"), trees, job_file],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    timer = threading.Timer(max(1.0, deadline - time.time()), p.kill)
+    timer.start()
     try:
-        p = subprocess.run([sys.executable, "-c", TORCH_SNIPPET, trees, name, str(batch), mode,
-                            dtype], capture_output=True, text=True, timeout=240, env=env)
-        line = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else ""
-        return json.loads(line) if line.startswith("{") else {"error": p.stderr[-500:]}
-    except subprocess.TimeoutExpired:
-        return {"error": "timeout"}
+        for line in p.stdout:
+            if line.startswith("{"):
+                results.append(json.loads(line))
+                print(f"   torch {results[-1].get('model')} {results[-1].get('mode')} "
+                      f"b{results[-1].get('batch')} {results[-1].get('dtype')}: "
+                      f"{results[-1].get('median_ms', results[-1].get('error'))}", flush=True)
+        p.wait()
+        if p.returncode not in (0, -9) and len(results) < len(jobs):
+            err = p.stderr.read()[-1500:]
+            print(f"torch_bench.py exited {p.returncode}:\n{err}", file=sys.stderr)
+            if not results:
+                results.append({"error": err})
     finally:
+        timer.cancel()
         shutil.rmtree(cache, ignore_errors=True)
+    done = len([r for r in results if "model" in r])
+    skipped = [f"torch {j['model']} {j['mode']} b{j.get('batch')} {j.get('dtype')}"
+               for j in jobs[done:]]
+    return results, skipped
 
 
 def models(trees, part):
@@ -158,18 +194,31 @@ def eqfuse_model(trees, nvcc, arch, name, large, record, deadline):
             checks.append(bench(tree, ["--test-data", path, "--seed", "1", "--runs", "1"]))
     r["checks"] = [{"set": i, "match": c.get("match"), "detail": c.get("checked", c.get("error"))}
                    for i, c in enumerate(checks)]
+    print(f"   numerics: {r['checks']}", flush=True)
     weights = ["--weights", os.path.join("..", name, "weights.bin")]
-    for b in (1, large):
+    for b in sorted({1, large}):
         if time.time() > deadline:
             r[f"b{b}"] = "skipped: part deadline"
             continue
-        gen = bench(tree, ["--dim", f"batch={b}", "--runs", "50", "--seed", "2"])
+        gen = bench(tree, batch_dim(tree, b) + ["--runs", "50", "--seed", "2"])
         spec_tree = os.path.join(trees, f"{name}.b{b}")
-        spec = {"error": "not built"}
-        if build(nvcc, arch, spec_tree) is not None:
+        spec = {"error": "no specialized tree"}
+        if os.path.isdir(spec_tree) and build(nvcc, arch, spec_tree) is not None:
             spec = bench(spec_tree, weights + ["--runs", "50", "--seed", "2"])
         r[f"b{b}"] = {"generic": gen, "specialized": spec}
+        print(f"   b{b}: generic {typical(gen)} ms (graph {gen.get('graph_replay_ms')}), "
+              f"specialized {typical(spec)} ms {gen.get('error', '')}", flush=True)
     record(r)
+
+
+def batch_dim(tree, b):
+    """`--dim batch=B` where the tree has that run-time dim (a model with a fixed batch has none)."""
+    try:
+        with open(os.path.join(tree, "plan.json")) as f:
+            dims = json.load(f).get("dims", [])
+    except (OSError, ValueError):
+        dims = ["batch"]
+    return ["--dim", f"batch={b}"] if "batch" in dims else []
 
 
 def eqfuse_bf16(trees, nvcc, arch, name, large, record, deadline):
@@ -193,13 +242,15 @@ def eqfuse_bf16(trees, nvcc, arch, name, large, record, deadline):
         if time.time() > deadline:
             r[f"b{b}"] = "skipped: part deadline"
             continue
-        r[f"b{b}"] = {"generic": bench(tree, ["--dim", f"batch={b}", "--runs", "50", "--seed", "2"])}
+        r[f"b{b}"] = {"generic": bench(tree, batch_dim(tree, b) + ["--runs", "50", "--seed", "2"])}
+        print(f"   bf16 b{b}: {typical(r[f'b{b}']['generic'])} ms", flush=True)
     record(r)
 
 
 def run_part(args):
     deadline = time.time() + PART_SECONDS
     os.makedirs(args.out, exist_ok=True)
+    build_all(args.nvcc, args.arch, args.trees)
     results = {"part": args.part, "device": device_name(), "models": [], "models_bf16": [],
                "torch": [], "bandwidth": [], "sweep": [], "skipped": []}
 
@@ -207,40 +258,51 @@ def run_part(args):
         with open(os.path.join(args.out, f"part{args.part}.json"), "w") as f:
             json.dump(results, f, indent=1)
 
+    def skip(what):
+        results["skipped"].append(what)
+        print(f"   skipped (part deadline): {what}", flush=True)
+
+    # eqfuse first (seconds per model), then PyTorch in one process until the deadline
     if args.part in (1, 4):
+        jobs = []
         for name, large in models(args.trees, args.part):
             if time.time() > deadline:
-                results["skipped"].append(name)
+                skip(name)
                 continue
+            print(f"== eqfuse {name}", flush=True)
             eqfuse_model(args.trees, args.nvcc, args.arch, name, large,
                          results["models"].append, deadline)
-            for b in (1, large):
-                for mode in ("eager", "cudagraphs", "compile"):
-                    if time.time() > deadline:
-                        results["skipped"].append(f"torch {name} {mode} b{b}")
-                        continue
-                    results["torch"].append(torch_run(args.trees, name, b, mode, "f32"))
             save()
+            jobs += [{"model": name, "batch": b, "mode": mode, "dtype": "f32"}
+                     for b in sorted({1, large}) for mode in ("eager", "cudagraphs", "compile")]
+        got, skipped = torch_jobs(args.trees, jobs, deadline)
+        results["torch"] += got
+        results["skipped"] += skipped
     if args.part == 2:
+        jobs, autotune = [], []
         for name, large in models(args.trees, 2):
             if time.time() > deadline:
-                results["skipped"].append(f"eqfuse {name} bf16")
+                skip(f"eqfuse {name} bf16")
             else:
+                print(f"== eqfuse {name} bf16", flush=True)
                 eqfuse_bf16(args.trees, args.nvcc, args.arch, name, large,
                             results["models_bf16"].append, deadline)
-            for b, mode in ((1, "eager"), (1, "compile"), (large, "eager"), (large, "compile"),
-                            (large, "compile-max-autotune")):
-                if time.time() > deadline:
-                    results["skipped"].append(f"torch {name} {mode} b{b} bf16")
-                    continue
-                results["torch"].append(torch_run(args.trees, name, b, mode, "bf16"))
-            save()
+                save()
+            jobs += [{"model": name, "batch": b, "mode": mode, "dtype": "bf16"}
+                     for b, mode in ((1, "eager"), (1, "compile"), (large, "eager"),
+                                     (large, "compile"))]
+            autotune.append({"model": name, "batch": large, "mode": "compile-max-autotune",
+                             "dtype": "bf16"})
+        got, skipped = torch_jobs(args.trees, jobs + autotune, deadline)  # autotuning last
+        results["torch"] += got
+        results["skipped"] += skipped
     if args.part == 3:
         copy = os.path.join(args.trees, "copy_bandwidth")
         sh([args.nvcc, "-O2", "-o", copy, os.path.join(args.trees, "copy_bandwidth.cu")])
         rc, out, _, _ = sh([copy, str(1 << 30)])
         ref = json.loads(out) if rc == 0 else {"gbps": None}
         results["copy"] = ref
+        print(f"== copy {ref}", flush=True)
         # (model, run-time dim, bytes moved per run)
         for name, n, moved in (("pointwise_silu", 1 << 26, 2 << 28), ("pointwise_add3", 1 << 26, 4 << 28),
                                ("softmax_rows", 1 << 16, 2 << 28), ("layernorm_rows", 1 << 16, 2 << 28)):
@@ -249,23 +311,30 @@ def run_part(args):
                 results["bandwidth"].append({"kernel": name, "error": "build failed"})
                 continue
             j = bench(tree, ["--dim", f"n={n}", "--runs", "20"])
-            ms = j.get("min_ms")
+            ms = j.get("median_ms", j.get("min_ms"))
             gbps = moved / (ms * 1e-3) / 1e9 if ms else None
-            results["bandwidth"].append({"kernel": name, "ms": ms, "gbps": gbps,
+            results["bandwidth"].append({"kernel": name, "ms": ms, "gbps": gbps, "error": j.get("error"),
                                          "fraction_of_copy": gbps / ref["gbps"] if gbps and ref["gbps"] else None})
+            print(f"   {results['bandwidth'][-1]}", flush=True)
         save()
+        batches = [1, 2, 4, 8, 16, 32, 64]
         tree = os.path.join(args.trees, "bert_tiny")
+        eq = {}
         if build(args.nvcc, args.arch, tree) is not None:
-            for b in (1, 2, 4, 8, 16, 32, 64):
-                if time.time() > deadline:
-                    results["skipped"].append(f"sweep b{b}")
-                    continue
-                e = bench(tree, ["--dim", f"batch={b}", "--runs", "20"])
-                t = torch_run(args.trees, "bert_tiny", b, "compile", "f32")
-                results["sweep"].append({"batch": b, "eqfuse_ms": e.get("min_ms"),
-                                         "eqfuse_graph_ms": e.get("graph_replay_ms"),
-                                         "torch_compile_ms": t.get("median_ms"),
-                                         "torch_first_call_s": t.get("first_call_s")})
+            for b in batches:
+                eq[b] = bench(tree, ["--dim", f"batch={b}", "--runs", "20", "--seed", "2"])
+        got, skipped = torch_jobs(args.trees, [{"model": "bert_tiny", "mode": "sweep",
+                                                "batches": batches, "dtype": "f32"}], deadline)
+        results["skipped"] += skipped
+        points = {p["batch"]: p for p in (got[0].get("points", []) if got else [])}
+        for b in batches:
+            e, t = eq.get(b, {}), points.get(b, {})
+            results["sweep"].append({"batch": b, "eqfuse_ms": e.get("median_ms"),
+                                     "eqfuse_graph_ms": e.get("graph_replay_ms"),
+                                     "torch_compile_ms": t.get("median_ms"),
+                                     "torch_first_call_s": t.get("first_call_s")})
+        if got and "error" in got[0]:
+            results["sweep_error"] = got[0]["error"]
     save()
     print(json.dumps({"part": args.part, "skipped": results["skipped"]}))
 
@@ -282,6 +351,11 @@ def numerics_ok(m):
     """Whether every numerics check of a model's run matched (None: none ran, or one failed to)."""
     matches = [c["match"] for c in m.get("checks", [])]
     return None if not matches or None in matches else all(matches)
+
+
+def typical(run):
+    """A bench run's median time (its minimum in results written before the median was)."""
+    return run.get("median_ms", run.get("min_ms"))
 
 
 def merge(args):
@@ -305,15 +379,15 @@ def merge(args):
     for part in merged["parts"]:
         for m in part["models"]:
             ok = numerics_ok(m)
-            for b in (1, m["large_batch"]):
+            for b in sorted({1, m["large_batch"]}):
                 r = m.get(f"b{b}")
                 if not isinstance(r, dict):
                     continue
                 g, s = r["generic"], r["specialized"]
                 tc = [t for t in part["torch"] if t.get("model") == m["model"] and t.get("batch") == b
                       and t.get("mode") == "compile"]
-                print(f"| {m['model']} | {b} | {g.get('min_ms')} | {g.get('graph_replay_ms')} | "
-                      f"{s.get('min_ms')} | {torch_ms.get((m['model'], b, 'eager', 'f32'))} | "
+                print(f"| {m['model']} | {b} | {typical(g)} | {g.get('graph_replay_ms')} | "
+                      f"{typical(s)} | {torch_ms.get((m['model'], b, 'eager', 'f32'))} | "
                       f"{torch_ms.get((m['model'], b, 'cudagraphs', 'f32'))} | "
                       f"{torch_ms.get((m['model'], b, 'compile', 'f32'))} | "
                       f"{tc[0].get('first_call_s') if tc else None} | {ok} |")
@@ -324,12 +398,12 @@ def merge(args):
     for part in merged["parts"]:
         for m in part.get("models_bf16", []):
             ok = numerics_ok(m)
-            for b in (1, m["large_batch"]):
+            for b in sorted({1, m["large_batch"]}):
                 r = m.get(f"b{b}")
                 if not isinstance(r, dict):
                     continue
                 g = r["generic"]
-                print(f"| {m['model']} | {b} | {g.get('min_ms')} | {g.get('graph_replay_ms')} | "
+                print(f"| {m['model']} | {b} | {typical(g)} | {g.get('graph_replay_ms')} | "
                       f"{torch_ms.get((m['model'], b, 'eager', 'bf16'))} | "
                       f"{torch_ms.get((m['model'], b, 'compile', 'bf16'))} | "
                       f"{torch_ms.get((m['model'], b, 'compile-max-autotune', 'bf16'))} | {ok} |")

@@ -1,0 +1,78 @@
+"""The library's own CUDA path on a GPU machine: `eqfuse run --backend cuda` (NVRTC, the driver
+loaded at run time, the host code built with the system compiler) on the models prepare.sh copied
+into trees/onnx, against their test data, f32 and bf16, first with an empty cache (the time
+includes NVRTC) and again from the cache; then `eqfuse calibrate` fits a device profile to this
+GPU. Needs an eqfuse binary that runs on that machine.
+
+  python3 bench/gpu/check_backend.py EQFUSE [--trees bench/gpu/trees] [--out bench/gpu/results]
+
+Writes OUT/backend.json and OUT/calibrated_profile.json; prints one line per run.
+"""
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def eqfuse_json(cmd, env):
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout"}, time.time() - t0
+    try:
+        result = json.loads(p.stdout)
+    except ValueError:
+        result = {"error": (p.stderr or p.stdout)[-800:]}
+    if isinstance(result, dict):
+        result["rc"] = p.returncode
+    else:
+        result = {"result": result, "rc": p.returncode}
+    return result, time.time() - t0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("eqfuse")
+    ap.add_argument("--trees", default=os.path.join(HERE, "trees"))
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    env = dict(os.environ)
+    env["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="eqfuse-cache-")  # empty: NVRTC runs
+    runs, calibrate = [], None
+    root = os.path.join(args.trees, "onnx")
+    for precision in ("f32", "calibrate", "bf16"):
+        if precision == "calibrate":  # between the two, so that a timeout loses bf16 first
+            profile = os.path.join(args.out, "calibrated_profile.json")
+            p = subprocess.run([args.eqfuse, "calibrate", "--out", profile], capture_output=True,
+                               text=True, timeout=240, env=env)
+            calibrate = {"rc": p.returncode, "output": (p.stdout + p.stderr)[-4000:]}
+            print(f"calibrate: rc {p.returncode}\n{calibrate['output'][-2000:]}", flush=True)
+            save(args.out, {"runs": runs, "calibrate": calibrate})
+            continue
+        for name in sorted(os.listdir(root)):
+            model = os.path.join(root, name, "model.onnx")
+            data = os.path.join(root, name, "test_data_set_0")
+            for cache in ("empty", "warm"):
+                result, secs = eqfuse_json(
+                    [args.eqfuse, "run", model, "--backend", "cuda", "--precision", precision,
+                     "--test-data", data, "--json"], env)
+                runs.append({"model": name, "precision": precision, "cache": cache,
+                             "wall_s": secs, "result": result})
+                print(f"{name} {precision} cache {cache}: rc {result.get('rc')} "
+                      f"{json.dumps(result)[:600]}", flush=True)
+                save(args.out, {"runs": runs, "calibrate": calibrate})
+
+
+def save(out, doc):
+    with open(os.path.join(out, "backend.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
