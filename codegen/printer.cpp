@@ -282,6 +282,47 @@ class Writer {
   void row_combine(const char* how, const std::string& var) {
     if (warp_rows_) line(fmt::format("{} = eqf_warp_{}({});", var, how, var));
   }
+  // A row a warp reads more than once (Softmax, LayerNorm) is read from memory once where its
+  // extent is static and at most kMaxCachedRow: each lane keeps its elements (lane, lane + 32,
+  // ...) in registers, `cache` (an array of `chunks`), so that the later passes over the row
+  // read those instead of memory. `open_row` opens a pass (j the element's index in the row),
+  // `close_row` closes it.
+  struct RowPasses {
+    std::string j, extent, cache;
+    int64_t chunks = 0;  // 0: not cached
+    std::string chunk;   // the pass's loop counter where cached
+  };
+  static constexpr int64_t kMaxCachedRow = 1024;
+  RowPasses row_passes(const std::string& j, const std::string& extent,
+                       std::optional<int64_t> static_extent, const std::string& ct) {
+    RowPasses p{j, extent, "", 0, ""};
+    if (warp_rows_ && static_extent && *static_extent <= kMaxCachedRow) {
+      p.chunks = (*static_extent + 31) / 32;
+      p.cache = fresh("row");
+      line(fmt::format("{} {}[{}];", ct, p.cache, p.chunks));
+    }
+    return p;
+  }
+  void open_row(RowPasses& p) {
+    if (!p.chunks) return open(row_loop(p.j, p.extent));
+    p.chunk = fresh("c");
+    line("#pragma unroll");
+    open(fmt::format("for (int {} = 0; {} < {}; ++{})", p.chunk, p.chunk, p.chunks, p.chunk));
+    line(fmt::format("const int64_t {} = lane + {} * 32;", p.j, p.chunk));
+    open(fmt::format("if ({} < {})", p.j, p.extent));
+  }
+  void close_row(const RowPasses& p) {
+    if (p.chunks) close();
+    close();
+  }
+  // The row's element in a pass: `load` (the first pass, which fills the cache) or the cache.
+  std::string row_element(const RowPasses& p, bool first, const std::string& load,
+                          const std::string& ct) {
+    if (!p.chunks) return load;
+    const std::string slot = fmt::format("{}[{}]", p.cache, p.chunk);
+    if (first) line(fmt::format("{} = ({}){};", slot, ct, load));
+    return slot;
+  }
 
   std::string elem(ValueId v, const Index& idx);
   std::string compute(const ir::Node& n, const Index& idx);
@@ -780,29 +821,33 @@ std::string Writer::body_softmax(const Stage& s) {
   for (size_t k = 0, o = 0; k < r; ++k) idx.push_back(k == a ? j : rest[o++]);
   std::string ct = compute_type({type(out).dtype});
   std::string m = fresh("m"), sum = fresh("s");
-  std::string loop = row_loop(j, dim(in, a));
+  const ir::Dim& extent = type(in).shape[a];
+  RowPasses row = row_passes(j, dim(in, a),
+                             extent.is_static() ? std::optional(extent.value()) : std::nullopt, ct);
   line(fmt::format("{} {} = ({})(-INFINITY);", ct, m, ct));
-  open(loop);
-  line(fmt::format("{} = eqf_max({}, ({}){});", m, m, ct, elem(in, idx)));
-  close();
+  open_row(row);
+  line(fmt::format("{} = eqf_max({}, ({}){});", m, m, ct,
+                   row_element(row, true, elem(in, idx), ct)));
+  close_row(row);
   row_combine("max", m);
   line(fmt::format("{} {} = 0;", ct, sum));
-  open(loop);
-  line(fmt::format("{} += eqf_exp(({}){} - {});", sum, ct, elem(in, idx), m));
-  close();
+  open_row(row);
+  line(fmt::format("{} += eqf_exp(({}){} - {});", sum, ct,
+                   row_element(row, false, row.chunks ? "" : elem(in, idx), ct), m));
+  close_row(row);
   row_combine("sum", sum);
   bool log = n.op_type == "LogSoftmax";
   if (!log)
     line(fmt::format("const {} inv_{} = ({})1 / {};", ct, sum, ct, sum));
   else
     line(fmt::format("const {} log_{} = eqf_log({});", ct, sum, sum));
-  open(loop);
-  std::string x = elem(in, idx);
+  open_row(row);
+  std::string x = row_element(row, false, row.chunks ? "" : elem(in, idx), ct);
   line(
       log ? fmt::format("{}[{}] = ({}){} - {} - log_{};", ptr(out), linear(out, idx), ct, x, m, sum)
           : fmt::format("{}[{}] = eqf_exp(({}){} - {}) * inv_{};", ptr(out), linear(out, idx), ct,
                         x, m, sum));
-  close();
+  close_row(row);
   return rows;
 }
 
@@ -825,7 +870,12 @@ std::string Writer::body_layernorm(const Stage& s) {
   Index head = decompose("i", lead, lead_one);
   std::string ct = compute_type({type(out).dtype});
   std::string j = fresh("j"), mean = fresh("mean"), var = fresh("var");
-  std::string loop = row_loop(j, cols);
+  std::optional<int64_t> static_cols = int64_t{1};
+  for (size_t k = size_t(a); k < r; ++k)
+    static_cols = type(in).shape[k].is_static() && static_cols
+                      ? std::optional(*static_cols * type(in).shape[k].value())
+                      : std::nullopt;
+  RowPasses row = row_passes(j, cols, static_cols, ct);
   auto row_index = [&]() {
     Index tail = decompose(j, trail, trail_one);
     Index idx = head;
@@ -833,34 +883,39 @@ std::string Writer::body_layernorm(const Stage& s) {
     return std::pair{idx, tail};
   };
   line(fmt::format("{} {} = 0;", ct, mean));
-  open(loop);
-  line(fmt::format("{} += ({}){};", mean, ct, elem(in, row_index().first)));
-  close();
+  open_row(row);
+  line(fmt::format("{} += ({}){};", mean, ct,
+                   row_element(row, true, elem(in, row_index().first), ct)));
+  close_row(row);
   row_combine("sum", mean);
   line(fmt::format("{} /= ({})({});", mean, ct, cols));
   line(fmt::format("{} {} = 0;", ct, var));
-  open(loop);
+  open_row(row);
   {
     std::string d = fresh("dv");
-    line(fmt::format("const {} {} = ({}){} - {};", ct, d, ct, elem(in, row_index().first), mean));
+    line(fmt::format("const {} {} = ({}){} - {};", ct, d, ct,
+                     row_element(row, false, row.chunks ? "" : elem(in, row_index().first), ct),
+                     mean));
     line(fmt::format("{} += {} * {};", var, d, d));
   }
-  close();
+  close_row(row);
   row_combine("sum", var);
   std::string inv = fresh("inv");
   line(fmt::format("const {} {} = ({})1 / eqf_sqrt({} / ({})({}) + {});", ct, inv, ct, var, ct,
                    cols, literal(eps, ct)));
-  open(loop);
+  open_row(row);
   {
     auto [idx, tail] = row_index();
-    std::string y = fmt::format("(({}){} - {}) * {}", ct, elem(in, idx), mean, inv);
+    std::string y =
+        fmt::format("(({}){} - {}) * {}", ct,
+                    row_element(row, false, row.chunks ? "" : elem(in, idx), ct), mean, inv);
     if (n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue)
       y = fmt::format("{} * ({}){}", y, ct, elem(n.inputs[1], broadcast_index(n.inputs[1], tail)));
     if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
       y = fmt::format("{} + ({}){}", y, ct, elem(n.inputs[2], broadcast_index(n.inputs[2], tail)));
     line(fmt::format("{}[{}] = {};", ptr(out), linear(out, idx), y));
   }
-  close();
+  close_row(row);
   return rows;
 }
 
@@ -1671,15 +1726,13 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const bool contraction_stage = s.kind == StageKind::MatMul || s.kind == StageKind::Gemm;
   std::string library;
   if (target_ == Target::Cuda && contraction_stage) library = cublas_call(s, index);
-  // CUDA pointwise stages over a whole number of 4-element groups (at every binding of the
-  // dims) take a group per thread, so
-  // that where the stage reads or writes a value at its own element (`p[i]`), the compiler makes
-  // one 128-bit load or store of the four: every buffer is 16-byte aligned (the arena's slots
-  // and the weights' offsets by the plan; their bases and the caller's inputs and outputs by
-  // the run function's check).
+  // CUDA pointwise stages take a group of 4 consecutive elements per thread, so that where the
+  // stage reads or writes a value at its own element (`p[i]`), the compiler makes one 128-bit load
+  // or store of the four: every buffer is 16-byte aligned (the arena's slots and the weights'
+  // offsets by the plan; their bases and the caller's inputs and outputs by the run function's
+  // check).
   const bool groups_of_4 = target_ == Target::Cuda && s.kind == StageKind::Pointwise &&
-                           library.empty() && !plan_.buffer(s.output)->slice_of &&
-                           whole_groups_of_4(s.output);
+                           library.empty() && !plan_.buffer(s.output)->slice_of;
   group4_ = groups_of_4;
   group_loads_.clear();
   // A contraction in loops of our own computes its epilogue where it stores.
@@ -1789,8 +1842,12 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   used_.insert(written);
   Parameters params = parameters(written);
   std::string dims = dims_prologue();
+  // Where the element count may not be a multiple of 4, the last group is partial: it loads,
+  // computes and stores element by element, only the elements that exist.
+  const bool partial_groups = groups_of_4 && !whole_groups_of_4(s.output);
   if (groups_of_4) {
-    items = "(" + items + ") / 4";
+    if (partial_groups) dims += "  const int64_t elements = " + items + ";\n";
+    items = partial_groups ? "(" + items + " + 3) / 4" : "(" + items + ") / 4";
     for (ValueId v : used_)
       if (plan_.buffer(v)) {
         std::string p = fmt::format("p{}", plan_.buffer_of.at(v));
@@ -1810,19 +1867,37 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
         at = end + 1;
       }
       std::string loads, store;
-      for (size_t b : group_loads_)
-        loads += fmt::format(
-            "    const float4 g{}v = *(const float4*)(p{} + t * 4);\n"
-            "    const float g{}[4] = {{g{}v.x, g{}v.y, g{}v.z, g{}v.w}};\n",
-            b, b, b, b, b, b, b);
+      if (partial_groups) loads += "    const bool whole = t * 4 + 4 <= elements;\n";
+      // `pad`: the indentation of the statements, deeper inside the partial groups' branches.
+      const std::string pad = partial_groups ? "      " : "    ";
+      for (size_t b : group_loads_) {
+        std::string vector_load = fmt::format(
+            "{}const float4 g{}v = *(const float4*)(p{} + t * 4);\n"
+            "{}g{}[0] = g{}v.x, g{}[1] = g{}v.y, g{}[2] = g{}v.z, g{}[3] = g{}v.w;\n",
+            pad, b, b, pad, b, b, b, b, b, b, b, b);
+        loads += fmt::format("    float g{}[4];\n", b);
+        if (partial_groups)
+          loads += fmt::format(
+              "    if (whole) {{\n{}    }} else {{\n"
+              "      for (int k = 0; k < 4; ++k) g{}[k] = t * 4 + k < elements ? p{}[t * 4 + k] : "
+              "0.0f;\n    }}\n",
+              vector_load, b, b);
+        else
+          loads += vector_load;
+      }
       const bool grouped_store = indented.find("go[k] = ") != std::string::npos;
       if (grouped_store) {
+        const size_t o = plan_.buffer_of.at(s.output);
         loads += "    float go[4];\n";
         store = fmt::format(
-            "    float4 gov;\n    gov.x = go[0];\n    gov.y = go[1];\n"
-            "    gov.z = go[2];\n    gov.w = go[3];\n"
-            "    *(float4*)(p{} + t * 4) = gov;\n",
-            plan_.buffer_of.at(s.output));
+            "{}{}float4 gov;\n{}gov.x = go[0], gov.y = go[1], gov.z = go[2], gov.w = go[3];\n"
+            "{}*(float4*)(p{} + t * 4) = gov;\n{}",
+            partial_groups ? "    if (whole) {\n" : "", pad, pad, pad, o,
+            partial_groups ? fmt::format("    }} else {{\n      for (int k = 0; k < 4; ++k)\n"
+                                         "        if (t * 4 + k < elements) p{}[t * 4 + k] = "
+                                         "go[k];\n    }}\n",
+                                         o)
+                           : "");
       }
       functions +=
           "  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < n;\n"
@@ -1831,7 +1906,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
           "#pragma unroll\n"
           "    for (int k = 0; k < 4; ++k) {\n"
           "      const int64_t i = t * 4 + k;\n" +
-          indented + "    }\n" + store + "  }\n}\n\n";
+          (partial_groups ? "      if (!whole && i >= elements) break;\n" : "") + indented +
+          "    }\n" + store + "  }\n}\n\n";
     } else if (block_items)  // a block per item; the loop bound is the same for all its threads
       functions +=
           "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"

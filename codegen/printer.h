@@ -8,9 +8,11 @@
 //   --------------------|--------------------------------------|------------------------------
 //   function prefix     | static                               | __global__ (+ a host launch)
 //   the item loop       | for over items, OpenMP parallel      | grid-stride loop over threads
-//   pointwise, size a   | an element per item                  | 4 elements per thread; f32
-//   multiple of 4       |                                      | read or written at their own
+//   pointwise           | an element per item                  | 4 elements per thread; f32
+//                       |                                      | read or written at their own
 //                       |                                      | element in 128-bit accesses
+//                       |                                      | (a last partial group: one by
+//                       |                                      | one)
 //   Softmax, LayerNorm  | one item per row, serial row loops   | a warp per row, lanes stride
 //                       |                                      | the row, shuffles combine
 //   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched

@@ -5,6 +5,7 @@ includes NVRTC) and again from the cache; then `eqfuse calibrate` fits a device 
 GPU. Needs an eqfuse binary that runs on that machine.
 
   python3 bench/gpu/check_backend.py EQFUSE [--trees bench/gpu/trees] [--out bench/gpu/results]
+                                            [--quick]   (f32 only, no calibrate)
 
 Writes OUT/backend.json and OUT/calibrated_profile.json; prints one line per run.
 """
@@ -40,13 +41,14 @@ def main():
     ap.add_argument("eqfuse")
     ap.add_argument("--trees", default=os.path.join(HERE, "trees"))
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--quick", action="store_true", help="f32 only, no calibrate")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     env = dict(os.environ)
     env["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="eqfuse-cache-")  # empty: NVRTC runs
     runs, calibrate = [], None
     root = os.path.join(args.trees, "onnx")
-    for precision in ("f32", "calibrate", "bf16"):
+    for precision in ("f32",) if args.quick else ("f32", "calibrate", "bf16"):
         if precision == "calibrate":  # between the two, so that a timeout loses bf16 first
             profile = os.path.join(args.out, "calibrated_profile.json")
             p = subprocess.run([args.eqfuse, "calibrate", "--out", profile], capture_output=True,

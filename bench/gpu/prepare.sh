@@ -22,7 +22,8 @@ carry_weights_limit=$((4 * 1024 * 1024))  # larger weights are seeded on the GPU
 : > "$out/models.txt"
 
 # The C++ twin of a model (compile flags given) run once at the bench's seeded weights and
-# inputs (batch 1, seed 1), its inputs and outputs written as a test-data set into DIR.
+# inputs (seed 1, at $TWIN_DIM, default batch=1), its inputs and outputs written as a test-data
+# set into DIR.
 #   seeded_twin_outputs SRC DIR FLAGS...
 seeded_twin_outputs() {
   local src=$1 dir=$2
@@ -36,7 +37,7 @@ seeded_twin_outputs() {
     -Wl,-rpath,'$ORIGIN'
   mkdir -p "$dir"
   dir=$(realpath "$dir")
-  (cd "$twin" && ./bench --dim batch=1 --seed 1 --runs 1 --write-outputs "$dir" >/dev/null)
+  (cd "$twin" && ./bench --dim "${TWIN_DIM:-batch=1}" --seed 1 --runs 1 --write-outputs "$dir" >/dev/null)
   rm -rf "$twin"
 }
 for entry in $models; do
@@ -103,9 +104,14 @@ done
 echo "== micro-models for bandwidth"
 build/bench/gpu_micro_models "$out/micro-src"
 mkdir -p "$out/micro"
-for m in pointwise_silu pointwise_add3 softmax_rows layernorm_rows; do
+# Each is checked at seeded weights and a small awkward size (a partial group of 4, rows not a
+# multiple of the warps in a block) against the C++ twin.
+for entry in pointwise_silu:1003 pointwise_add3:1003 softmax_rows:37 layernorm_rows:37; do
+  m=${entry%%:*}
   "$eqfuse" compile "$out/micro-src/$m/model.onnx" --target cuda --out "$out/micro/$m" --json \
     > "$out/micro/$m.compile.json"
+  rm -f "$out/micro/$m/weights.bin"
+  TWIN_DIM="n=${entry##*:}" seeded_twin_outputs "$out/micro-src/$m" "$out/micro/$m/seeded_set_0"
 done
 rm -rf "$out/micro-src"
 cp bench/gpu/copy_bandwidth.cu "$out/"

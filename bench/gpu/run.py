@@ -128,6 +128,9 @@ def bench(tree, args):
     return j
 
 
+STARTUP = []  # what each PyTorch process paid before its first job (torch_bench.py)
+
+
 def torch_jobs(trees, jobs, deadline):
     """PyTorch's measurements of `jobs` (torch_bench.py, one process with empty Inductor and
     Triton caches), stopped at the deadline; the jobs it did not reach come back as skipped."""
@@ -148,7 +151,9 @@ def torch_jobs(trees, jobs, deadline):
     timer.start()
     try:
         for line in p.stdout:
-            if line.startswith("{"):
+            if line.startswith("{\"startup\""):
+                STARTUP.append(json.loads(line)["startup"])
+            elif line.startswith("{"):
                 results.append(json.loads(line))
                 print(f"   torch {results[-1].get('model')} {results[-1].get('mode')} "
                       f"b{results[-1].get('batch')} {results[-1].get('dtype')}: "
@@ -310,11 +315,16 @@ def run_part(args):
             if build(args.nvcc, args.arch, tree) is None:
                 results["bandwidth"].append({"kernel": name, "error": "build failed"})
                 continue
+            seeded = os.path.join(tree, "seeded_set_0")  # the twin's outputs at a small size
+            check = bench(tree, ["--test-data", seeded, "--seed", "1", "--runs", "1"]) \
+                if os.path.isdir(seeded) else {}
             j = bench(tree, ["--dim", f"n={n}", "--runs", "20"])
             ms = j.get("median_ms", j.get("min_ms"))
             gbps = moved / (ms * 1e-3) / 1e9 if ms else None
             results["bandwidth"].append({"kernel": name, "ms": ms, "gbps": gbps, "error": j.get("error"),
-                                         "fraction_of_copy": gbps / ref["gbps"] if gbps and ref["gbps"] else None})
+                                         "fraction_of_copy": gbps / ref["gbps"] if gbps and ref["gbps"] else None,
+                                         "numerics": check.get("match"),
+                                         "checked": check.get("checked", check.get("error"))})
             print(f"   {results['bandwidth'][-1]}", flush=True)
         save()
         batches = [1, 2, 4, 8, 16, 32, 64]
@@ -326,6 +336,7 @@ def run_part(args):
         got, skipped = torch_jobs(args.trees, [{"model": "bert_tiny", "mode": "sweep",
                                                 "batches": batches, "dtype": "f32"}], deadline)
         results["skipped"] += skipped
+        got = [r for r in got if r.get("mode") == "sweep"]
         points = {p["batch"]: p for p in (got[0].get("points", []) if got else [])}
         for b in batches:
             e, t = eq.get(b, {}), points.get(b, {})
@@ -335,6 +346,7 @@ def run_part(args):
                                      "torch_first_call_s": t.get("first_call_s")})
         if got and "error" in got[0]:
             results["sweep_error"] = got[0]["error"]
+    results["torch_startup"] = STARTUP
     save()
     print(json.dumps({"part": args.part, "skipped": results["skipped"]}))
 
@@ -407,6 +419,26 @@ def merge(args):
                       f"{torch_ms.get((m['model'], b, 'eager', 'bf16'))} | "
                       f"{torch_ms.get((m['model'], b, 'compile', 'bf16'))} | "
                       f"{torch_ms.get((m['model'], b, 'compile-max-autotune', 'bf16'))} | {ok} |")
+    for part in merged["parts"]:
+        if part.get("bandwidth"):
+            print(f"\n| kernel (256 MiB tensors) | ms | GB/s | of copy ({part['copy'].get('gbps')} GB/s) "
+                  "| numerics (C++ twin, small size) |")
+            print("|---|---|---|---|---|")
+            for k in part["bandwidth"]:
+                frac = k.get("fraction_of_copy")
+                print(f"| {k['kernel']} | {k.get('ms')} | {k.get('gbps') and round(k['gbps'])} | "
+                      f"{frac and f'{frac:.0%}'} | {k.get('numerics')} |")
+        if part.get("sweep"):
+            print("\n| bert_tiny batch | eqfuse ms (one build) | eqfuse graph ms | torch.compile ms "
+                  "| torch.compile first call at this batch s |")
+            print("|---|---|---|---|---|")
+            for p in part["sweep"]:
+                print(f"| {p['batch']} | {p['eqfuse_ms']} | {p['eqfuse_graph_ms']} | "
+                      f"{p['torch_compile_ms']} | {p['torch_first_call_s']} |")
+        for startup in part.get("torch_startup", []):
+            print(f"\npart {part['part']}: the PyTorch process paid {startup['import_torch_s']:.2f} s "
+                  f"importing torch and {startup['first_compile_s']:.2f} s on its first torch.compile "
+                  "(a trivial function) before the first model")
 
 
 def cost_model_check(args, merged):

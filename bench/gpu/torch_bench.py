@@ -13,13 +13,14 @@ Every timing is the median of 50 runs timed with CUDA events after 10 warm-ups, 
 off (matmul and cuDNN) or the model converted to bf16. torch.compile's first call runs with
 the Inductor and Triton caches empty (run.py points them at fresh folders); the process has
 imported torch and compiled a trivial function first, so that call does not include loading
-Inductor itself.
+Inductor itself: the first line printed, {"startup": ...}, says what those cost.
 """
 import json
 import sys
 import time
 
-import torch
+STARTED = time.time()
+import torch  # noqa: E402
 
 sys.path.insert(0, sys.argv[1])
 import torch_defs  # noqa: E402  (from the trees folder that prepare.sh wrote)
@@ -104,9 +105,15 @@ def run_job(job):
 def main():
     with open(sys.argv[2]) as f:
         jobs = json.load(f)
+    imported = time.time()
     with torch.no_grad():  # load Inductor once, outside every measured first call
         torch.compile(lambda x: x * 2 + 1)(torch.ones(8, device="cuda"))
+        torch.cuda.synchronize()
     torch._dynamo.reset()
+    # What a fresh process pays once before its first compiled model: to add to first_call_s
+    # for a cold start.
+    print(json.dumps({"startup": {"import_torch_s": imported - STARTED,
+                                  "first_compile_s": time.time() - imported}}), flush=True)
     for job in jobs:
         try:
             result = run_job(job)
