@@ -408,6 +408,9 @@ CalibrationResult calibrate(const DeviceProfile* base_or_null) {
   result.notes.push_back(
       "efficiency.reduction kept from the base profile (reductions are "
       "memory-bound; the bandwidth fit covers them)");
+  result.notes.push_back(
+      "efficiency.convolution kept from the base profile (calibration times library GEMMs; "
+      "convolutions are fitted from a benchmark's kernels, bench/gpu/refit_profile.py)");
 
   p.name = base.name + "-calibrated";
   p.description = base.description + " (calibrated on " + result.gpu_name + ")";

@@ -99,11 +99,11 @@ double CostModel::peak_for(ir::FusionClass fusion, ir::DType dtype) const {
   return dtype == ir::DType::f64 ? p.fp64 : p.fp32;
 }
 
-double CostModel::efficiency_for(ir::FusionClass fusion) const {
+double CostModel::efficiency_for(ir::FusionClass fusion, const std::string& op_type) const {
   const Efficiency& e = profile_.efficiency;
   switch (fusion) {
     case ir::FusionClass::Contraction:
-      return e.contraction;
+      return op_type == "Conv" || op_type == "ConvTranspose" ? e.convolution : e.contraction;
     case ir::FusionClass::Reduction:
       return e.reduction;
     case ir::FusionClass::Opaque:
@@ -199,7 +199,7 @@ NodeCost CostModel::node_cost(const ir::OpContext& ctx,
       wave = wave_efficiency(*tiles, profile_.sm_count);
   }
   return kernel_cost(w.flops, w.bytes_read + w.bytes_written, peak_for(fusion, dtype),
-                     efficiency_for(fusion), wave);
+                     efficiency_for(fusion, ctx.node.op_type), wave);
 }
 
 NodeCost CostModel::opaque_cost(const std::string& op_type,

@@ -128,7 +128,9 @@ class CostModel {
                        double wave = 1.0) const;
   // The FLOP/s peak for arithmetic of `fusion` class on `dtype` data.
   double peak_for(ir::FusionClass fusion, ir::DType dtype) const;
-  double efficiency_for(ir::FusionClass fusion) const;
+  // The compute efficiency of an op of `fusion`'s class; `op_type` tells a Conv from the other
+  // contractions.
+  double efficiency_for(ir::FusionClass fusion, const std::string& op_type = "") const;
   // What memory holds for a tensor of type `t` under the precision, and its bytes (bound type).
   ir::DType stored_dtype(ir::DType t) const;
   double stored_bytes(const ir::TensorType& t) const;

@@ -118,6 +118,7 @@ DeviceProfile DeviceProfile::from_json(const json& j, const std::string& origin)
   FieldReader eff(r.object("efficiency"), origin, "efficiency");
   p.efficiency.bandwidth = eff.positive("bandwidth", 1.0);
   p.efficiency.contraction = eff.positive("contraction", 1.0);
+  p.efficiency.convolution = eff.positive_or("convolution", p.efficiency.contraction, 1.0);
   p.efficiency.elementwise = eff.positive("elementwise", 1.0);
   p.efficiency.reduction = eff.positive("reduction", 1.0);
   p.efficiency.opaque = eff.positive_or("opaque", p.efficiency.reduction, 1.0);
@@ -132,11 +133,9 @@ json DeviceProfile::to_json() const {
                 {"fp16_tensor", fp16_tensor / 1e12},
                 {"bf16_tensor", bf16_tensor / 1e12},
                 {"int8_tensor", int8_tensor / 1e12}};
-  json eff = {{"bandwidth", efficiency.bandwidth},
-              {"contraction", efficiency.contraction},
-              {"elementwise", efficiency.elementwise},
-              {"reduction", efficiency.reduction},
-              {"opaque", efficiency.opaque}};
+  json eff = {{"bandwidth", efficiency.bandwidth},     {"contraction", efficiency.contraction},
+              {"convolution", efficiency.convolution}, {"elementwise", efficiency.elementwise},
+              {"reduction", efficiency.reduction},     {"opaque", efficiency.opaque}};
   return json{{"name", name},
               {"description", description},
               {"sources", sources},

@@ -20,10 +20,14 @@ namespace eqfuse::cost {
 // the device's physical limits.
 struct Efficiency {
   double bandwidth = 0.9;     // of memory bandwidth
-  double contraction = 0.75;  // of the chosen peak, for MatMul/Gemm/Conv
-  double elementwise = 0.6;   // of FP32 (or FP64) peak, elementwise and broadcast ops
-  double reduction = 0.5;     // of FP32 (or FP64) peak, reductions and normalizations
-  double opaque = 0.3;        // ops with no table entry (see cost_model.h)
+  double contraction = 0.75;  // of the chosen peak, for MatMul/Gemm (and Conv unless below)
+  // Of the chosen peak, for Conv: what the convolutions that run achieve, which can differ from
+  // the library GEMMs (eqfuse's CUDA convolutions are loops of its own). A profile without it
+  // takes `contraction`.
+  double convolution = 0.75;
+  double elementwise = 0.6;  // of FP32 (or FP64) peak, elementwise and broadcast ops
+  double reduction = 0.5;    // of FP32 (or FP64) peak, reductions and normalizations
+  double opaque = 0.3;       // ops with no table entry (see cost_model.h)
 };
 
 struct DeviceProfile {

@@ -128,6 +128,30 @@ TEST_CASE("convolution is an implicit GEMM with wave quantization", "[cost]") {
   }
 }
 
+TEST_CASE("a profile's convolution efficiency prices Conv, not the other contractions", "[cost]") {
+  DeviceProfile p = DeviceProfile::load_builtin("h200");
+  CHECK(p.efficiency.convolution == Approx(p.efficiency.contraction));  // absent: contraction's
+  const double contraction = p.efficiency.contraction;
+  p.efficiency.convolution = contraction / 4;
+  CostModel model(p);
+  auto conv = one_node(&test_ops().conv, "Conv",
+                       {type(DType::f32, {8, 64, 56, 56}), type(DType::f32, {128, 64, 3, 3})},
+                       {type(DType::f32, {8, 128, 56, 56})});
+  cost::NodeCost c = model.node_cost(conv->graph, conv->node());
+  REQUIRE(c.bound == Bound::Compute);
+  CHECK(c.compute_seconds == Approx(CostModel(DeviceProfile::load_builtin("h200"))
+                                        .node_cost(conv->graph, conv->node())
+                                        .compute_seconds *
+                                    4));
+  auto gemm = one_node(&test_ops().matmul, "MatMul",
+                       {type(DType::f32, {2048, 2048}), type(DType::f32, {2048, 2048})},
+                       {type(DType::f32, {2048, 2048})});
+  CHECK(model.node_cost(gemm->graph, gemm->node()).compute_seconds ==
+        Approx(CostModel(DeviceProfile::load_builtin("h200"))
+                   .node_cost(gemm->graph, gemm->node())
+                   .compute_seconds));
+}
+
 TEST_CASE("grouped convolution quantizes one GEMM per group", "[cost]") {
   for (const auto& f : test::published_figures()) {
     INFO(f.name);

@@ -1,0 +1,174 @@
+"""Refits a device profile to the kernels eqfuse generated, from a GPU run's measurements, on the
+CPU machine (no GPU needed).
+
+`eqfuse calibrate` fits a profile to microbenchmarks (a copy, cuBLAS GEMMs); the GPU benchmark
+then measures every stage of the generated kernels (bench/gpu/run.py's per-stage profile). Where
+a kernel class is far from its prediction, this fits the factors that price that class to what
+the kernels did at the large batch, where each kernel runs long enough for its time to be its
+work (at batch 1 a profiled stage is mostly launch and event overhead):
+
+  efficiency.convolution  kernels with a Conv stage   (compute-bound: direct loops of our own)
+  efficiency.contraction  kernels with a MatMul/Gemm stage and no Conv or attention stage
+  efficiency.bandwidth    kernels of pointwise and row stages only
+                          (each: factor x the median over the class's kernels of
+                           (predicted - launch) / (measured - launch), kernels of at least 20 us)
+
+The launch overhead stays the base's (calibrate measures it without the profiler's events).
+Then it prices every model again with the base and with the refitted profile (`eqfuse compile`
+writes predictions.json) and prints the error per kernel class, and per model against the
+CUDA-graph replay of the whole run, before and after. Writes OUT (a profile file for
+`--device`) with a "refit" object holding the samples and the errors.
+
+  python3 bench/gpu/refit_profile.py [--results bench/gpu/results] [--trees bench/gpu/trees]
+      [--base bench/gpu/results/calibrated_profile.json] [--eqfuse build/tools/eqfuse]
+      [--out bench/gpu/results/refitted_profile.json]
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+MIN_MS = 0.020  # kernels shorter than this are mostly launch overhead
+
+
+def measured_kernels(results):
+    """(model, batch, kernel name) -> (stage kinds, measured ms), from the merged results."""
+    out, graphs = {}, {}
+    with open(os.path.join(results, "gpu.json")) as f:
+        merged = json.load(f)
+    for row in merged["cost_model"]["kernels"]:
+        out[(row["model"], row["batch"], row["kernel"])] = (row["class"], row["measured_ms"])
+    for part in merged["parts"]:
+        for m in part["models"]:
+            for b in (1, 64):
+                r = m.get(f"b{b}")
+                if isinstance(r, dict) and "graph_replay_ms" in r["generic"]:
+                    graphs[(m["model"], b)] = r["generic"]["graph_replay_ms"]
+    return out, graphs
+
+
+def predictions(eqfuse, trees, model, profile, scratch):
+    """kernel name -> {batch: predicted ms} for `model` priced with `profile`, compiled the way
+    prepare.sh compiled its tree."""
+    with open(os.path.join(trees, f"{model}.compile.json")) as f:
+        compiled = json.load(f)
+    src = compiled["model"]
+    if not os.path.isabs(src):
+        src = os.path.join(ROOT, src)
+    flags = ["--dynamic-batch"] if "/models/" in src and compiled["dims"] else []
+    out = os.path.join(scratch, model)
+    subprocess.run([eqfuse, "compile", src, "--target", "cuda", "--out", out, "--device", profile]
+                   + flags, check=True, capture_output=True, text=True)
+    with open(os.path.join(out, "predictions.json")) as f:
+        return {k["name"]: {int(b): ms for b, ms in k["predicted_ms"].items()}
+                for k in json.load(f)["kernels"]}
+
+
+def price_all(eqfuse, trees, models, profile, scratch):
+    return {m: predictions(eqfuse, trees, m, profile, scratch) for m in models}
+
+
+def errors(measured, graphs, priced):
+    """Mean |error| per kernel class (both batches), and per model against the graph replay."""
+    by_class = {}
+    for (model, batch, kernel), (cls, ms) in measured.items():
+        p = priced.get(model, {}).get(kernel, {}).get(batch)
+        if p is not None and ms > 0:
+            by_class.setdefault(cls, []).append(abs(p - ms) / ms)
+    per_model = {}
+    for (model, batch), ms in graphs.items():
+        if model in priced:
+            total = sum(k.get(batch, 0) for k in priced[model].values())
+            per_model[f"{model} b{batch}"] = (total - ms) / ms
+    return ({c: sum(e) / len(e) for c, e in sorted(by_class.items())}, per_model)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--results", default=os.path.join(HERE, "results"))
+    ap.add_argument("--trees", default=os.path.join(HERE, "trees"))
+    ap.add_argument("--base", default=os.path.join(HERE, "results", "calibrated_profile.json"))
+    ap.add_argument("--eqfuse", default=os.path.join(ROOT, "build", "tools", "eqfuse"))
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "refitted_profile.json"))
+    args = ap.parse_args()
+    measured, graphs = measured_kernels(args.results)
+    models = sorted({m for m, _, _ in measured}
+                    & {m for m in os.listdir(args.trees) if not os.path.isfile(
+                        os.path.join(args.trees, m))})
+    with open(args.base) as f:
+        base = json.load(f)
+    base.pop("calibration", None)
+    launch_ms = base["launch_overhead_us"] * 1e-3
+    scratch = tempfile.mkdtemp(prefix="eqfuse-refit-")
+    base_file = os.path.join(scratch, "base.json")
+    with open(base_file, "w") as f:
+        json.dump(base, f)
+    print(f"pricing {len(models)} models with the base profile", file=sys.stderr)
+    before = price_all(args.eqfuse, args.trees, models, base_file, scratch)
+
+    # The factors, from the large batch's long kernels.
+    def kind_of(cls):
+        kinds = set(cls.split("+"))
+        if "conv" in kinds:
+            return "convolution"
+        if "attention" in kinds:
+            return None  # CUDA-core attention: no factor of its own (reported, not fitted)
+        if kinds & {"matmul", "gemm"}:
+            return "contraction"
+        return "bandwidth"
+
+    samples = {"convolution": [], "contraction": [], "bandwidth": []}
+    for (model, batch, kernel), (cls, ms) in measured.items():
+        p = before.get(model, {}).get(kernel, {}).get(batch)
+        kind = kind_of(cls)
+        if batch != 64 or p is None or kind is None or ms < MIN_MS:
+            continue
+        samples[kind].append({"model": model, "kernel": kernel, "class": cls, "measured_ms": ms,
+                              "predicted_ms": p,
+                              "ratio": (p - launch_ms) / max(ms - launch_ms, 1e-9)})
+    eff = dict(base["efficiency"])
+    eff.setdefault("convolution", eff["contraction"])
+    fitted = {}
+    for kind, rows in samples.items():
+        if rows:
+            r = statistics.median(s["ratio"] for s in rows)
+            fitted[kind] = {"kernels": len(rows), "median_ratio": r,
+                            "before": eff[kind], "after": min(1.0, eff[kind] * r)}
+            eff[kind] = fitted[kind]["after"]
+    refit = dict(base)
+    refit["name"] = base["name"] + "-refit"
+    refit["description"] = base["description"] + ", refitted to eqfuse's generated kernels"
+    refit["efficiency"] = eff
+    refit["sources"] = base.get("sources", []) + [
+        "bench/gpu/refit_profile.py: efficiency.convolution, .contraction and .bandwidth fitted to "
+        "the per-stage times of eqfuse's generated kernels at batch 64 (bench/gpu/results)"]
+    with open(args.out, "w") as f:
+        json.dump(refit, f, indent=1)
+    print(f"pricing {len(models)} models with the refitted profile", file=sys.stderr)
+    after = price_all(args.eqfuse, args.trees, models, args.out, scratch)
+
+    b_class, b_model = errors(measured, graphs, before)
+    a_class, a_model = errors(measured, graphs, after)
+    refit["refit"] = {"fitted": fitted, "samples": samples,
+                      "mean_abs_error_by_class": {"before": b_class, "after": a_class},
+                      "model_error_vs_graph_replay": {"before": b_model, "after": a_model}}
+    with open(args.out, "w") as f:
+        json.dump(refit, f, indent=1)
+    for kind, v in fitted.items():
+        print(f"efficiency.{kind}: {v['before']:.3f} -> {v['after']:.3f} "
+              f"({v['kernels']} kernels, median ratio {v['median_ratio']:.3f})")
+    print("\n| kernel class | kernels' mean abs error, base | refitted |\n|---|---|---|")
+    for c in b_class:
+        print(f"| {c} | {b_class[c]:.0%} | {a_class.get(c, float('nan')):.0%} |")
+    print("\n| model, batch | whole run vs CUDA-graph replay, base | refitted |\n|---|---|---|")
+    for m in b_model:
+        print(f"| {m} | {b_model[m]:+.0%} | {a_model.get(m, float('nan')):+.0%} |")
+
+
+if __name__ == "__main__":
+    main()
