@@ -18,6 +18,10 @@ results/partN.json, and `--merge` joins the parts into results/gpu.json and one 
           torch.compile's recompiles
   part 4: the other models, f32, as part 1
 
+Each part first builds every tree with nvcc at once (one per core; a tree an earlier part built
+is not built again), runs eqfuse's benches, then PyTorch's jobs in one process
+(torch_bench.py). Times on both sides are medians of CUDA-event-timed runs.
+
   python3 bench/gpu/run.py --part N [--trees bench/gpu/trees] [--out bench/gpu/results]
   python3 bench/gpu/run.py --merge
 """
