@@ -315,12 +315,13 @@ class Writer {
     if (p.chunks) close();
     close();
   }
-  // The row's element in a pass: `load` (the first pass, which fills the cache) or the cache.
-  std::string row_element(const RowPasses& p, bool first, const std::string& load,
+  // The row's element in a pass: what `load` prints (uncached, or the first pass, which fills
+  // the cache), or the cache's slot (the later passes, which print no load).
+  std::string row_element(const RowPasses& p, bool first, const std::function<std::string()>& load,
                           const std::string& ct) {
-    if (!p.chunks) return load;
+    if (!p.chunks) return load();
     const std::string slot = fmt::format("{}[{}]", p.cache, p.chunk);
-    if (first) line(fmt::format("{} = ({}){};", slot, ct, load));
+    if (first) line(fmt::format("{} = ({}){};", slot, ct, load()));
     return slot;
   }
 
@@ -827,13 +828,16 @@ std::string Writer::body_softmax(const Stage& s) {
   line(fmt::format("{} {} = ({})(-INFINITY);", ct, m, ct));
   open_row(row);
   line(fmt::format("{} = eqf_max({}, ({}){});", m, m, ct,
-                   row_element(row, true, elem(in, idx), ct)));
+                   row_element(
+                       row, true, [&] { return elem(in, idx); }, ct)));
   close_row(row);
   row_combine("max", m);
   line(fmt::format("{} {} = 0;", ct, sum));
   open_row(row);
   line(fmt::format("{} += eqf_exp(({}){} - {});", sum, ct,
-                   row_element(row, false, row.chunks ? "" : elem(in, idx), ct), m));
+                   row_element(
+                       row, false, [&] { return elem(in, idx); }, ct),
+                   m));
   close_row(row);
   row_combine("sum", sum);
   bool log = n.op_type == "LogSoftmax";
@@ -842,7 +846,8 @@ std::string Writer::body_softmax(const Stage& s) {
   else
     line(fmt::format("const {} log_{} = eqf_log({});", ct, sum, sum));
   open_row(row);
-  std::string x = row_element(row, false, row.chunks ? "" : elem(in, idx), ct);
+  std::string x = row_element(
+      row, false, [&] { return elem(in, idx); }, ct);
   line(
       log ? fmt::format("{}[{}] = ({}){} - {} - log_{};", ptr(out), linear(out, idx), ct, x, m, sum)
           : fmt::format("{}[{}] = eqf_exp(({}){} - {}) * inv_{};", ptr(out), linear(out, idx), ct,
@@ -885,7 +890,8 @@ std::string Writer::body_layernorm(const Stage& s) {
   line(fmt::format("{} {} = 0;", ct, mean));
   open_row(row);
   line(fmt::format("{} += ({}){};", mean, ct,
-                   row_element(row, true, elem(in, row_index().first), ct)));
+                   row_element(
+                       row, true, [&] { return elem(in, row_index().first); }, ct)));
   close_row(row);
   row_combine("sum", mean);
   line(fmt::format("{} /= ({})({});", mean, ct, cols));
@@ -894,7 +900,8 @@ std::string Writer::body_layernorm(const Stage& s) {
   {
     std::string d = fresh("dv");
     line(fmt::format("const {} {} = ({}){} - {};", ct, d, ct,
-                     row_element(row, false, row.chunks ? "" : elem(in, row_index().first), ct),
+                     row_element(
+                         row, false, [&] { return elem(in, row_index().first); }, ct),
                      mean));
     line(fmt::format("{} += {} * {};", var, d, d));
   }
@@ -905,10 +912,10 @@ std::string Writer::body_layernorm(const Stage& s) {
                    cols, literal(eps, ct)));
   open_row(row);
   {
-    auto [idx, tail] = row_index();
-    std::string y =
-        fmt::format("(({}){} - {}) * {}", ct,
-                    row_element(row, false, row.chunks ? "" : elem(in, idx), ct), mean, inv);
+    const auto [idx, tail] = row_index();
+    const std::string x = row_element(
+        row, false, [&, &at = idx] { return elem(in, at); }, ct);
+    std::string y = fmt::format("(({}){} - {}) * {}", ct, x, mean, inv);
     if (n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue)
       y = fmt::format("{} * ({}){}", y, ct, elem(n.inputs[1], broadcast_index(n.inputs[1], tail)));
     if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
