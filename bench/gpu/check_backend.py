@@ -1,7 +1,8 @@
 """The library's own CUDA path on a GPU machine: `eqfuse run --backend cuda` (NVRTC, the driver
 loaded at run time, the host code built with the system compiler) on the models prepare.sh copied
-into trees/onnx, against their test data, f32 and bf16, first with an empty cache (the time
-includes NVRTC) and again from the cache; then `eqfuse calibrate` fits a device profile to this
+into trees/onnx, as exported and as `eqfuse optimize` leaves them (timed: optimize + the build
+is eqfuse's compile time), against their test data, f32 and bf16, first with an empty cache (the
+time includes NVRTC) and again from the cache; then `eqfuse calibrate` fits a device profile to this
 GPU. Needs an eqfuse binary that runs on that machine.
 
   python3 bench/gpu/check_backend.py EQFUSE [--trees bench/gpu/trees] [--out bench/gpu/results]
@@ -58,17 +59,37 @@ def main():
             save(args.out, {"runs": runs, "calibrate": calibrate})
             continue
         for name in sorted(os.listdir(root)):
-            model = os.path.join(root, name, "model.onnx")
             data = os.path.join(root, name, "test_data_set_0")
-            for cache in ("empty", "warm"):
-                result, secs = eqfuse_json(
-                    [args.eqfuse, "run", model, "--backend", "cuda", "--precision", precision,
-                     "--test-data", data, "--json"], env)
-                runs.append({"model": name, "precision": precision, "cache": cache,
-                             "wall_s": secs, "result": result})
-                print(f"{name} {precision} cache {cache}: rc {result.get('rc')} "
-                      f"{json.dumps(result)[:600]}", flush=True)
-                save(args.out, {"runs": runs, "calibrate": calibrate})
+            # The model as exported, and as `eqfuse optimize` leaves it (fewer, fused stages:
+            # what the compile-time comparison is about: optimize + NVRTC + host build).
+            optimized, optimize_s = optimize(args.eqfuse, os.path.join(root, name, "model.onnx"),
+                                             env)
+            for form, model in (("as exported", os.path.join(root, name, "model.onnx")),
+                                ("optimized", optimized)):
+                if model is None:
+                    continue
+                for cache in ("empty", "warm"):
+                    result, secs = eqfuse_json(
+                        [args.eqfuse, "run", model, "--backend", "cuda", "--precision", precision,
+                         "--test-data", data, "--json"], env)
+                    runs.append({"model": name, "form": form, "precision": precision,
+                                 "cache": cache, "wall_s": secs, "result": result,
+                                 "optimize_s": optimize_s if form == "optimized" else None})
+                    print(f"{name} ({form}) {precision} cache {cache}: rc {result.get('rc')} "
+                          f"{json.dumps(result)[:600]}", flush=True)
+                    save(args.out, {"runs": runs, "calibrate": calibrate})
+
+
+def optimize(eqfuse, model, env):
+    """`eqfuse optimize` of `model` into a scratch folder: (path, seconds), or (None, None)."""
+    out = os.path.join(tempfile.mkdtemp(prefix="eqfuse-opt-"), "model.onnx")
+    t0 = time.time()
+    p = subprocess.run([eqfuse, "optimize", model, "-o", out, "--no-verify"], capture_output=True,
+                       text=True, timeout=180, env=env)
+    if p.returncode != 0:
+        print(f"eqfuse optimize failed on {model}:\n{p.stderr[-800:]}", flush=True)
+        return None, None
+    return out, time.time() - t0
 
 
 def save(out, doc):
