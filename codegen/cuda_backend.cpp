@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <map>
 
@@ -42,24 +43,32 @@ CudaArtifacts build_cuda_artifacts(const KernelPlan& plan, const std::string& ar
   a.cubin = dir / ("kernels." + arch + ".cubin");
   a.host_library = dir / "host.so";
   a.cached = fs::exists(a.cubin) && fs::exists(a.host_library);
-  if (!fs::exists(a.cubin)) {
-    if (on_compile)
-      on_compile(
-          fmt::format("compiling {} CUDA stages with NVRTC {}.{} for {} (first use; cached "
-                      "in {})",
-                      plan.stages.size(), major, minor, arch, dir.parent_path().string()));
+  const bool need_cubin = !fs::exists(a.cubin), need_host = !fs::exists(a.host_library);
+  if (on_compile && (need_cubin || need_host))
+    on_compile(fmt::format("compiling {}{}{} (first use; cached in {})",
+                           need_cubin ? fmt::format("{} CUDA stages with NVRTC {}.{} for {}",
+                                                    plan.stages.size(), major, minor, arch)
+                                      : "",
+                           need_cubin && need_host ? " and " : "",
+                           need_host ? fmt::format("the CUDA host code with {}", cxx) : "",
+                           dir.parent_path().string()));
+  // The two compiles share nothing, so the host code builds while NVRTC runs. (Declared before
+  // anything the NVRTC branch may throw past: the future's destructor waits for the build.)
+  std::future<double> host;
+  if (need_host)
+    host = std::async(std::launch::async, [&units, &cxx, &flags, &a] {
+      auto t0 = std::chrono::steady_clock::now();
+      compile_shared_library(units.host, fmt::format("'{}' {}", cxx, flags), "", a.host_library);
+      return seconds_since(t0);
+    });
+  if (need_cubin) {
     auto t0 = std::chrono::steady_clock::now();
     std::string cubin = cuda::nvrtc_compile(*nvrtc, units.device, "kernels.cu", arch);
     a.nvrtc_seconds = seconds_since(t0);
     write_atomically(dir / "kernels.cu", units.device);  // for reading what runs
     write_atomically(a.cubin, cubin);
   }
-  if (!fs::exists(a.host_library)) {
-    if (on_compile) on_compile(fmt::format("compiling the CUDA host code with {}", cxx));
-    auto t0 = std::chrono::steady_clock::now();
-    compile_shared_library(units.host, fmt::format("'{}' {}", cxx, flags), "", a.host_library);
-    a.host_seconds = seconds_since(t0);
-  }
+  if (host.valid()) a.host_seconds = host.get();
   return a;
 }
 

@@ -51,7 +51,7 @@ struct CudaArtifacts {
 };
 
 // Compiles the plan's hosted units for `arch` ("sm_90", "sm_90a", "sm_86"), or finds them in the
-// cache. `on_compile` hears one line before a compile starts. Error (Unsupported) where NVRTC is
+// cache; NVRTC and the host compiler run at once. `on_compile` hears one line before they start. Error (Unsupported) where NVRTC is
 // not installed or refuses the kernels (its log quoted), Error (Internal) where the C++
 // compiler fails.
 CudaArtifacts build_cuda_artifacts(const KernelPlan& plan, const std::string& arch,
