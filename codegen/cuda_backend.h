@@ -51,9 +51,9 @@ struct CudaArtifacts {
 };
 
 // Compiles the plan's hosted units for `arch` ("sm_90", "sm_90a", "sm_86"), or finds them in the
-// cache; NVRTC and the host compiler run at once. `on_compile` hears one line before they start. Error (Unsupported) where NVRTC is
-// not installed or refuses the kernels (its log quoted), Error (Internal) where the C++
-// compiler fails.
+// cache; NVRTC and the host compiler run at once. `on_compile` hears one line before they start.
+// Error (Unsupported) where NVRTC is not installed or refuses the kernels (its log quoted), Error
+// (Internal) where the C++ compiler fails.
 CudaArtifacts build_cuda_artifacts(const KernelPlan& plan, const std::string& arch,
                                    const std::function<void(const std::string&)>& on_compile = {});
 

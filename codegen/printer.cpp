@@ -293,6 +293,7 @@ class Writer {
     std::string chunk;   // the pass's loop counter where cached
   };
   static constexpr int64_t kMaxCachedRow = 1024;
+  // `static_extent`: the row's element count where it is static.
   RowPasses row_passes(const std::string& j, const std::string& extent,
                        std::optional<int64_t> static_extent, const std::string& ct) {
     RowPasses p{j, extent, "", 0, ""};
@@ -822,9 +823,7 @@ std::string Writer::body_softmax(const Stage& s) {
   for (size_t k = 0, o = 0; k < r; ++k) idx.push_back(k == a ? j : rest[o++]);
   std::string ct = compute_type({type(out).dtype});
   std::string m = fresh("m"), sum = fresh("s");
-  const ir::Dim& extent = type(in).shape[a];
-  RowPasses row = row_passes(j, dim(in, a),
-                             extent.is_static() ? std::optional(extent.value()) : std::nullopt, ct);
+  RowPasses row = row_passes(j, dim(in, a), ir::Shape({type(in).shape[a]}).numel(), ct);
   line(fmt::format("{} {} = ({})(-INFINITY);", ct, m, ct));
   open_row(row);
   line(fmt::format("{} = eqf_max({}, ({}){});", m, m, ct,
@@ -875,12 +874,10 @@ std::string Writer::body_layernorm(const Stage& s) {
   Index head = decompose("i", lead, lead_one);
   std::string ct = compute_type({type(out).dtype});
   std::string j = fresh("j"), mean = fresh("mean"), var = fresh("var");
-  std::optional<int64_t> static_cols = int64_t{1};
-  for (size_t k = size_t(a); k < r; ++k)
-    static_cols = type(in).shape[k].is_static() && static_cols
-                      ? std::optional(*static_cols * type(in).shape[k].value())
-                      : std::nullopt;
-  RowPasses row = row_passes(j, cols, static_cols, ct);
+  const std::vector<ir::Dim>& in_dims = type(in).shape.dims();
+  RowPasses row = row_passes(
+      j, cols, ir::Shape(std::vector<ir::Dim>(in_dims.begin() + int64_t(a), in_dims.end())).numel(),
+      ct);
   auto row_index = [&]() {
     Index tail = decompose(j, trail, trail_one);
     Index idx = head;

@@ -27,7 +27,6 @@ is not built again), runs eqfuse's benches, then PyTorch's jobs in one process
 """
 import argparse
 import concurrent.futures
-import glob
 import json
 import os
 import shutil
@@ -50,43 +49,15 @@ def sh(cmd, cwd=None, timeout=240):
 BUILT = {}  # tree -> seconds its nvcc build took (None: it failed)
 
 
-def cublas_flags():
-    """Where nvcc finds cuBLAS: the toolkit's lib64, else a pip wheel's (PyTorch's images carry
-    cuBLAS that way), with an rpath so that the bench finds it too."""
-    toolkit = os.path.join(os.path.dirname(os.path.dirname(shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")), "lib64")
-    if glob.glob(os.path.join(toolkit, "libcublas.so*")):
-        return ["-L" + toolkit]
-    for base in sys.path:
-        for lib in glob.glob(os.path.join(base, "nvidia", "**", "libcublas.so*"), recursive=True):
-            d = os.path.dirname(lib)
-            if not os.path.exists(os.path.join(d, "libcublas.so")):  # wheels ship only .so.N
-                link = os.path.join(tempfile.gettempdir(), "eqfuse-cublas")
-                os.makedirs(link, exist_ok=True)
-                for f in glob.glob(os.path.join(d, "libcublas*.so.*")):
-                    stem = os.path.basename(f).split(".so")[0] + ".so"
-                    if not os.path.exists(os.path.join(link, stem)):
-                        os.symlink(f, os.path.join(link, stem))
-                return ["-L" + link, "-Xlinker", "-rpath", "-Xlinker", d]
-            return ["-L" + d, "-Xlinker", "-rpath", "-Xlinker", d]
-    return []
-
-
-CUBLAS = None
-
-
 def build_one(nvcc, arch, tree):
     """nvcc builds the tree's library and bench; returns seconds of the kernels' build or None.
     A tree an earlier part built (for the same arch) is not built again."""
-    global CUBLAS
-    if CUBLAS is None:
-        CUBLAS = cublas_flags()
     record = os.path.join(tree, f"nvcc_seconds.{arch}")
     if os.path.exists(record) and os.path.exists(os.path.join(tree, "bench")):
         with open(record) as f:
             return float(f.read())
     rc, _, err, secs = sh([nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-shared", "-Xcompiler",
-                           "-fPIC", "-o", "libeqfuse_model.so", "kernels.cu"] + CUBLAS + ["-lcublas"],
-                          cwd=tree)
+                           "-fPIC", "-o", "libeqfuse_model.so", "kernels.cu", "-lcublas"], cwd=tree)
     if rc != 0:
         print(f"nvcc failed in {tree}:\n{err[-2000:]}", file=sys.stderr)
         return None
@@ -104,9 +75,6 @@ def build_one(nvcc, arch, tree):
 def build_all(nvcc, arch, trees):
     """Builds every tree under `trees` at once, one nvcc per core (the seconds recorded per tree
     are those of a build sharing the machine with the others)."""
-    global CUBLAS
-    if CUBLAS is None:
-        CUBLAS = cublas_flags()  # once, before the threads
     dirs = [d for d, _, files in os.walk(trees) if "kernels.cu" in files and d not in BUILT]
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 4) as pool:
