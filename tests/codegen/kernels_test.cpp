@@ -222,6 +222,45 @@ TEST_CASE("row reductions: softmax, layer norm, reduce mean, residual + layernor
   }
 }
 
+// The CUDA forms the GPU run measured (bench/gpu): what the printed source must hold. The twin
+// does not print them; nvcc builds them in codegen_nvcc_build_test.
+TEST_CASE(
+    "CUDA: a static row stays in registers between passes; pointwise groups of 4 with a "
+    "partial last group") {
+  auto stage_text = [](const std::string& source, size_t stage) {
+    size_t at = source.find("__global__ void s" + std::to_string(stage) + "(");
+    REQUIRE(at != std::string::npos);
+    return source.substr(at, source.find("\n}\n", at) - at);
+  };
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(33)});
+  ValueId y = b.input("y", DType::f32, {Dim::symbol("n"), Dim::symbol("m")});
+  ValueId z = b.input("z", DType::f32, {Dim::symbol("n")});
+  ValueId w = b.input("w", DType::f32, {Dim::symbol("n"), Dim(8)});
+  b.output(b.op("Softmax", {x}, {{"axis", int64_t{-1}}}));  // stage 0: a static row of 33
+  b.output(b.op("Softmax", {y}, {{"axis", int64_t{-1}}}));  // stage 1: a row of run-time extent
+  b.output(b.op("Exp", {z}));                               // stage 2: n elements, any n
+  b.output(b.op("Exp", {w}));                               // stage 3: a multiple of 8
+  codegen::KernelPlan plan = codegen::make_plan(std::move(b).finish());
+  REQUIRE(plan.stages.size() == 4);
+  const std::string cuda = codegen::print_kernels(plan, codegen::Target::Cuda);
+  // 33 elements: two per lane, kept in registers; x is read from memory in the first pass only.
+  const std::string cached = stage_text(cuda, 0);
+  CHECK(count(cached, "[2];") == 1);
+  CHECK(count(cached, "p" + std::to_string(plan.buffer_of.at(plan.graph.inputs()[0])) + "[") == 1);
+  CHECK(count(stage_text(cuda, 1), "#pragma unroll") == 0);  // a run-time extent: three passes
+  const std::string any_n = stage_text(cuda, 2), whole = stage_text(cuda, 3);
+  CHECK(count(any_n, "const bool whole = t * 4 + 4 <= elements;") == 1);
+  CHECK(count(any_n, "float4") > 0);
+  CHECK(count(whole, "elements") == 0);
+  CHECK(count(whole, "float4") > 0);
+}
+
 TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with transB") {
   for (int64_t m : {1, 7}) {
     GraphBuilder b;
