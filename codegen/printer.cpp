@@ -84,6 +84,12 @@ std::string iadd(const std::string& a, const std::string& b) {
 constexpr int kTileAccumulators = 8;  // vector accumulators per tile (of 16 registers)
 constexpr int kAttentionWarps = 8;    // CUDA attention: query rows per item, a warp each
 static_assert(kAttentionWarps * 32 == 256, "an attention item is one block of the launch's 256");
+// CUDA convolution tiles (body_conv_gemm): pixels per tile, and k per slice staged in shared
+// memory. Where a convolution has fewer than kConvWideTiles wide tiles (about two per SM of an
+// H200's 132), it runs in tiles of 32 channels instead, for more blocks at small batches.
+constexpr int64_t kConvTileP = 64, kConvTileK = 16, kConvNarrowM = 32, kConvWideTiles = 256;
+static_assert(kConvTileK * kConvTileP % 256 == 0 && kConvNarrowM * kConvTileK % 256 == 0,
+              "every thread of a convolution tile loads the same number of elements");
 
 std::string imul(const std::string& a, const std::string& b) {
   if (is_zero(a) || is_zero(b)) return "0";
@@ -345,6 +351,10 @@ class Writer {
   std::string body_matmul_rows(const Stage& s);
   std::string body_conv(const Stage& s);
   std::string body_conv_tiles(const Stage& s);
+  std::string body_conv_gemm(const Stage& s, int64_t tile_m);
+  // The output channels of body_conv_gemm's tile for `s`, 0 where that form does not apply (a
+  // depthwise or grouped convolution with few channels per group, f64, symbolic channels).
+  int64_t conv_gemm_tile_m(const Stage& s) const;
   // MatMul and Gemm handed to a BLAS where the operands are f32 and their batch dims either
   // match the output's or broadcast whole: the geometry (C expressions), or nullopt.
   struct LibraryGemm {
@@ -419,6 +429,13 @@ class Writer {
   // buffer indices), and an f32 output is stored so after it.
   bool group4_ = false;
   std::set<size_t> group_loads_;
+  // A CUDA stage whose items are each a whole block's (attention, convolution tiles).
+  bool block_items_ = false;
+  // The CUDA kernel `name` around the body printed so far (out_, used_), writing `written`,
+  // appended to `functions`; returns its launch, which takes the item count from a variable `n`.
+  // `items` is the body's item count; for groups of 4 (group4_) it becomes their count.
+  std::string cuda_kernel(const std::string& name, const std::string& head, ValueId written,
+                          std::string& items, bool partial_groups, std::string& functions);
 
   std::string body_pool(const Stage& s);
 };
@@ -1493,6 +1510,154 @@ std::string Writer::body_conv_tiles(const Stage& s) {
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
 }
 
+// CUDA: a 2-D convolution as an implicit GEMM per group, C[m][p] = sum over k of A[m][k] B[k][p]:
+// m an output channel of the group, p an output pixel (image, row and column flattened), k an
+// input channel and tap. A is the weights as stored (row m is contiguous in k); B is the input
+// read at the tap, zero in the padding, and never materialized. An item is one block's tile of
+// `tile_m` channels by kConvTileP pixels of C. For each slice of kConvTileK k, the block copies
+// A's and B's slices into shared memory and every thread accumulates its (tile_m / 16) x 4 outputs
+// in registers, while the next slice is already being loaded into registers. The epilogue
+// (bias, the merged pointwise stage) is computed where the tile stores.
+std::string Writer::body_conv_gemm(const Stage& s, int64_t tile_m) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
+  const auto& ws = type(w).shape;
+  const int64_t kh_size = ws[2].value(), kw_size = ws[3].value(), cg = ws[1].value();
+  auto win = window_of(g_, n, {kh_size, kw_size});
+  const int64_t group = ctx.attr_int("group"), mg = ws[0].value() / group;
+  const int64_t taps = kh_size * kw_size, K = cg * taps;
+  const int64_t per_thread_m = tile_m / 16, a_loads = tile_m * kConvTileK / 256;
+  const int64_t m_tiles = (mg + tile_m - 1) / tile_m;
+  const bool whole_m = mg % tile_m == 0, whole_k = K % kConvTileK == 0;
+  const std::string OW = dim(out, 3), H = dim(x, 2), W = dim(x, 3), C = dim(x, 1);
+  const std::string pixels = "(" + imul(dim(out, 2), OW) + ")";
+  const std::string P = "(" + imul(dim(out, 0), pixels) + ")";
+  const std::string p_tiles = fmt::format("(({} + {}) / {})", P, kConvTileP - 1, kConvTileP);
+  Index item = decompose("i", {std::to_string(group), p_tiles, std::to_string(m_tiles)},
+                         {group == 1, false, m_tiles == 1});
+  const std::string grp = item[0], pt = item[1], mt = item[2];
+  const std::string xt = buffer_type(x), wt = buffer_type(w);
+  line(fmt::format("const int64_t m_first = {};",
+                   iadd(imul(grp, std::to_string(mg)), imul(mt, std::to_string(tile_m)))));
+  if (!whole_m)
+    line(fmt::format("const int64_t m_in_group = {};", imul(mt, std::to_string(tile_m))));
+  line(fmt::format("const int64_t p_first = {} * {};", pt, kConvTileP));
+  line(fmt::format("__shared__ __align__(16) float As[{}][{}];", kConvTileK, tile_m + 4));
+  line(fmt::format("__shared__ __align__(16) float Bs[{}][{}];", kConvTileK, kConvTileP));
+  line("const int tx = threadIdx.x;");
+  // What this thread loads: A's column ak of rows am + 16 u, B's pixel bp of k rows bk + 4 u.
+  line(fmt::format("const int ak = tx % {}, am = tx / {};", kConvTileK, kConvTileK));
+  line(fmt::format("const int bp = tx % {}, bk = tx / {};", kConvTileP, kConvTileP));
+  line(fmt::format("const {}* wa = {} + (m_first + am) * {};", wt, ptr(w), K));
+  line(fmt::format("const int64_t p = p_first + bp;"));
+  line(fmt::format("const bool p_in = p < {};", P));
+  line(fmt::format("const int64_t img = p / {}, in_img = p % {};", pixels, pixels));
+  line(fmt::format("const int64_t ih0 = in_img / {} * {} - {}, iw0 = in_img % {} * {} - {};", OW,
+                   win[0].stride, win[0].pad_begin, OW, win[1].stride, win[1].pad_begin));
+  line(fmt::format("const {}* xb = {} + {} * {} * {};", xt, ptr(x),
+                   iadd(imul("img", C), imul(grp, std::to_string(cg))), H, W));
+  line(fmt::format("float ra[{}], rb[{}];", a_loads, kConvTileK * kConvTileP / 256));
+  auto load = [&](const std::string& k0) {
+    line("#pragma unroll");
+    open(fmt::format("for (int u = 0; u < {}; ++u)", a_loads));
+    line(fmt::format("const int k = {} + ak;", k0));
+    std::string ok = whole_k ? "" : fmt::format("k < {}", K);
+    if (!whole_m)
+      ok += fmt::format("{}m_in_group + am + 16 * u < {}", ok.empty() ? "" : " && ", mg);
+    std::string a = fmt::format("(float)wa[16 * u * {} + k]", K);
+    line(ok.empty() ? fmt::format("ra[u] = {};", a)
+                    : fmt::format("ra[u] = {} ? {} : 0.0f;", ok, a));
+    close();
+    line("#pragma unroll");
+    open(fmt::format("for (int u = 0; u < {}; ++u)", kConvTileK * kConvTileP / 256));
+    line(fmt::format("const int k = {} + bk + {} * u;", k0, 256 / kConvTileP));
+    line("float v = 0.0f;");
+    open(whole_k ? "if (p_in)" : fmt::format("if (p_in && k < {})", K));
+    line(fmt::format("const int c = k / {}, tap = k % {};", taps, taps));
+    line(fmt::format("const int64_t ih = ih0 + tap / {} * {}, iw = iw0 + tap % {} * {};", kw_size,
+                     win[0].dilation, kw_size, win[1].dilation));
+    line(
+        fmt::format("if (ih >= 0 && ih < {} && iw >= 0 && iw < {}) v = (float)xb[(c * {} + ih) * "
+                    "{} + iw];",
+                    H, W, H, W));
+    close();
+    line("rb[u] = v;");
+    close();
+  };
+  load("0");
+  line(fmt::format("float acc[{}][4];", per_thread_m));
+  line("#pragma unroll");
+  line(
+      fmt::format("for (int r = 0; r < {}; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = "
+                  "0.0f;",
+                  per_thread_m));
+  line("const int ty = tx / 16, tn = tx % 16;");
+  open(fmt::format("for (int k0 = 0; k0 < {}; k0 += {})", K, kConvTileK));
+  line("#pragma unroll");
+  line(fmt::format("for (int u = 0; u < {}; ++u) As[ak][am + 16 * u] = ra[u];", a_loads));
+  line("#pragma unroll");
+  line(fmt::format("for (int u = 0; u < {}; ++u) Bs[bk + {} * u][bp] = rb[u];",
+                   kConvTileK * kConvTileP / 256, 256 / kConvTileP));
+  line("__syncthreads();");
+  open(fmt::format("if (k0 + {} < {})", kConvTileK, K));
+  load(fmt::format("k0 + {}", kConvTileK));
+  close();
+  line("#pragma unroll");
+  open(fmt::format("for (int kk = 0; kk < {}; ++kk)", kConvTileK));
+  line("const float4 b = *(const float4*)&Bs[kk][tn * 4];");
+  line(fmt::format("float a[{}];", per_thread_m));
+  if (per_thread_m == 2) {
+    line("const float2 a2 = *(const float2*)&As[kk][ty * 2];");
+    line("a[0] = a2.x, a[1] = a2.y;");
+  } else {
+    line("#pragma unroll");
+    open(fmt::format("for (int q = 0; q < {}; ++q)", per_thread_m / 4));
+    line(fmt::format("const float4 a4 = *(const float4*)&As[kk][ty * {} + 4 * q];", per_thread_m));
+    line("a[4 * q] = a4.x, a[4 * q + 1] = a4.y, a[4 * q + 2] = a4.z, a[4 * q + 3] = a4.w;");
+    close();
+  }
+  line("#pragma unroll");
+  open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
+  line("acc[r][0] += a[r] * b.x, acc[r][1] += a[r] * b.y;");
+  line("acc[r][2] += a[r] * b.z, acc[r][3] += a[r] * b.w;");
+  close();
+  close();
+  line("__syncthreads();  // the slices are used up");
+  close();
+  // Each thread's outputs: channels ty * per_thread_m + r, pixels tn * 4 + c of the tile.
+  line("#pragma unroll");
+  open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
+  if (!whole_m) line(fmt::format("if (m_in_group + ty * {} + r >= {}) break;", per_thread_m, mg));
+  line(fmt::format("const int64_t m = m_first + ty * {} + r;", per_thread_m));
+  std::string bias = "0.0f";
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    bias = "(float)" + elem(n.inputs[2], Index{"m"});
+  line("#pragma unroll");
+  open("for (int c = 0; c < 4; ++c)");
+  line("const int64_t q = p_first + tn * 4 + c;");
+  line(fmt::format("if (q >= {}) break;", P));
+  line(fmt::format("const int64_t q_img = q / {}, q_in = q % {};", pixels, pixels));
+  line(fmt::format("const int64_t q_row = q_in / {}, q_col = q_in % {};", OW, OW));
+  Index at = {"q_img", "m", "q_row", "q_col"};
+  store_output(out, linear(out, at), at, fmt::format("acc[r][c] + {}", bias));
+  close();
+  close();
+  return fmt::format("{} * {} * {}", group, p_tiles, m_tiles);
+}
+
+int64_t Writer::conv_gemm_tile_m(const Stage& s) const {
+  if (target_ != Target::Cuda || s.kind != StageKind::Conv) return 0;
+  const ir::Node& n = g_.node(s.node);
+  if (rank(n.inputs[0]) != 4 || type(s.output).dtype != DType::f32) return 0;
+  const auto& ws = type(n.inputs[1]).shape;
+  for (size_t k = 0; k < 4; ++k)
+    if (!ws[k].is_static()) return 0;
+  const int64_t mg = ws[0].value() / ir::make_context(g_, n).attr_int("group");
+  if (mg < 16) return 0;
+  return mg > 64 ? 128 : mg > 32 ? 64 : kConvNarrowM;
+}
+
 std::string Writer::body_pool(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   ir::OpContext ctx = ir::make_context(g_, n);
@@ -1725,8 +1890,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   warp_rows_ =
       target_ == Target::Cuda && (s.kind == StageKind::Softmax || s.kind == StageKind::LayerNorm);
   // A thread block per item (its threads share tiles in shared memory).
-  const bool block_items = target_ == Target::Cuda && s.kind == StageKind::Attention;
-  const int threads_per_item = block_items ? kAttentionWarps * 32 : warp_rows_ ? 32 : 1;
+  const int64_t conv_tile_m = conv_gemm_tile_m(s);
+  block_items_ = target_ == Target::Cuda && (s.kind == StageKind::Attention || conv_tile_m > 0);
   const bool contraction_stage = s.kind == StageKind::MatMul || s.kind == StageKind::Gemm;
   std::string library;
   if (target_ == Target::Cuda && contraction_stage) library = cublas_call(s, index);
@@ -1796,7 +1961,9 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
         const auto& ws = type(n.inputs[1]).shape;
         rows_form = target_ == Target::Cpu && rank(n.inputs[0]) == 4 && ws[0].is_static() &&
                     ws[2].is_static() && ws[3].is_static();
-        items = rows_form ? body_conv_tiles(s) : body_conv(s);
+        items = rows_form     ? body_conv_tiles(s)
+                : conv_tile_m ? body_conv_gemm(s, conv_tile_m)
+                              : body_conv(s);
         break;
       }
       case StageKind::Pool:
@@ -1842,13 +2009,37 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     }
     return;
   }
+  const bool partial_groups = groups_of_4 && !whole_groups_of_4(s.output);
+  if (conv_tile_m <= kConvNarrowM) {
+    std::string launch = cuda_kernel(name, head, written, items, partial_groups, functions);
+    calls += fmt::format("  {{\n    {}const int64_t n = {};\n    {}\n  }}\n",
+                         library.empty() ? record_event(index) + "\n    " : "", items, launch);
+    return;
+  }
+  // A convolution in tiles: wide ones where there are enough for the GPU, else narrow ones.
+  std::string launch = cuda_kernel(name, head, written, items, false, functions);
+  begin_body();
+  epilogue_ = epilogue;
+  std::string narrow_items = body_conv_gemm(s, kConvNarrowM);
+  epilogue_ = nullptr;
+  std::string narrow_launch =
+      cuda_kernel(name + "_narrow", head, written, narrow_items, false, functions);
+  calls += fmt::format(
+      "  {{\n    {}\n    const int64_t wide = {};\n    if (wide >= {}) {{\n      const int64_t n = "
+      "wide;\n      {}\n    }} else {{\n      const int64_t n = {};\n      {}\n    }}\n  }}\n",
+      record_event(index), items, kConvWideTiles, launch, narrow_items, narrow_launch);
+}
+
+std::string Writer::cuda_kernel(const std::string& name, const std::string& head, ValueId written,
+                                std::string& items, bool partial_groups, std::string& functions) {
+  const bool groups_of_4 = group4_;
+  const bool block_items = block_items_;
+  const int threads_per_item = block_items ? 256 : warp_rows_ ? 32 : 1;
+  static_assert(kAttentionWarps * 32 == 256);
   std::string body = std::move(out_);
   used_.insert(written);
   Parameters params = parameters(written);
   std::string dims = dims_prologue();
-  // Where the element count may not be a multiple of 4, the last group is partial: it loads,
-  // computes and stores element by element, only the elements that exist.
-  const bool partial_groups = groups_of_4 && !whole_groups_of_4(s.output);
   if (groups_of_4) {
     if (partial_groups) dims += "  const int64_t elements = " + items + ";\n";
     items = partial_groups ? "(" + items + " + 3) / 4" : "(" + items + ") / 4";
@@ -1891,7 +2082,7 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       }
       const bool grouped_store = indented.find("go[k] = ") != std::string::npos;
       if (grouped_store) {
-        const size_t o = plan_.buffer_of.at(s.output);
+        const size_t o = plan_.buffer_of.at(written);
         loads += "    float go[4];\n";
         store = fmt::format(
             "{}{}float4 gov;\n{}gov.x = go[0], gov.y = go[1], gov.z = go[2], gov.w = go[3];\n"
@@ -1914,7 +2105,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
           "    }\n" + store + "  }\n}\n\n";
     } else if (block_items)  // a block per item; the loop bound is the same for all its threads
       functions +=
-          "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+          "  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n  (void)lane;\n  "
+          "(void)warp;\n"
           "  for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {\n" +
           body + "  }\n}\n\n";
     else if (warp_rows_)  // a warp per item; the loop bound is the same for the warp's 32 lanes
@@ -1936,8 +2128,7 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
                       params.addresses, name, threads_per_item)
                 : fmt::format("if (n > 0) {}<<<eqf_grid(n * {}), 256, 0, st>>>({});", name,
                               threads_per_item, params.args);
-    calls += fmt::format("  {{\n    {}const int64_t n = {};\n    {}\n  }}\n",
-                         library.empty() ? record_event(index) + "\n    " : "", items, launch);
+    return launch;
   }
 }
 

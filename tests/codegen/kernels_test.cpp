@@ -12,6 +12,7 @@
 #include "codegen/cpu_backend.h"
 #include "codegen/plan.h"
 #include "codegen/printer.h"
+#include "cuda_emulation.h"
 #include "frontend/test_data.h"
 #include "ir/builder.h"
 #include "ir/interpreter.h"
@@ -33,7 +34,12 @@ ir::Tensor random_tensor(const std::vector<int64_t>& dims, uint64_t seed) {
   return t;
 }
 
-// Runs the graph in the twin and in the interpreter at the given input dims.
+// Set while for_each_vector_width repeats a check for the narrower vectors, which the CUDA
+// source does not have.
+bool narrow_vector_pass = false;
+
+// Runs the graph in the twin, in the CUDA source on the emulator (cuda_emulation.h) and in the
+// interpreter at the given input dims.
 void check_twin(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
                 const codegen::PlanOptions& options = {}) {
   std::vector<ir::Tensor> inputs;
@@ -48,14 +54,17 @@ void check_twin(const ir::Graph& g, const std::vector<std::vector<int64_t>>& inp
     }
   }
   auto twin = codegen::CpuModule::build(g, nullptr, {}, options);
-  std::vector<ir::Tensor> got = twin->run(inputs);
   std::vector<ir::Tensor> want = ir::Interpreter(g).run(inputs);
-  REQUIRE(got.size() == want.size());
-  for (size_t k = 0; k < got.size(); ++k) {
-    frontend::Comparison c = frontend::compare_tensors(got[k], want[k], 1e-4, 1e-5);
-    INFO("output " << k << ": " << c.str());
-    CHECK(c.match);
-  }
+  auto check = [&](const char* what, const std::vector<ir::Tensor>& got) {
+    REQUIRE(got.size() == want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      frontend::Comparison c = frontend::compare_tensors(got[k], want[k], 1e-4, 1e-5);
+      INFO(what << ", output " << k << ": " << c.str());
+      CHECK(c.match);
+    }
+  };
+  check("C++ twin", twin->run(inputs));
+  if (!narrow_vector_pass) check("CUDA, emulated", testing::run_cuda_emulated(g, inputs, options));
 }
 
 // Runs `check` with the twin built as this machine builds it and, on x86-64, again without AVX,
@@ -66,7 +75,9 @@ void for_each_vector_width(Check check) {
   check();
 #if defined(__x86_64__)
   ::setenv("EQFUSE_TWIN_FLAGS", "-mno-avx", 1);
+  narrow_vector_pass = true;
   check();
+  narrow_vector_pass = false;
   ::unsetenv("EQFUSE_TWIN_FLAGS");
 #endif
 }
@@ -443,6 +454,49 @@ TEST_CASE("convolution tiles: inside and edge tiles, strides, dilations, groups"
                      {4, 6, 1, 1},
                      {6, 1, 3, 3}});
   });
+}
+
+TEST_CASE("CUDA convolution tiles: wide and narrow, channel and k tails, groups, epilogues") {
+  // On CUDA a convolution with at least 16 output channels per group is an implicit GEMM in
+  // tiles of 32, 64 or 128 channels by 64 pixels, k in slices of 16 (printer.cpp,
+  // body_conv_gemm); with fewer than 256 wide tiles it runs in narrow tiles of 32 channels.
+  // 72 channels take wide tiles of 128 (a channel tail) and narrow ones of 32 (another); k of
+  // 180, 20 and 72 end in partial slices; 20 channels per group of 2 take one 32-channel form.
+  GraphBuilder b;
+  auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
+  const Dim n = Dim::symbol("n");
+  ValueId x = b.input("x", DType::f32, {n, Dim(20), Dim(11), Dim(9)});
+  ValueId w = b.input("w", DType::f32, {Dim(72), Dim(20), Dim(3), Dim(3)});
+  ValueId bias = b.input("bias", DType::f32, {Dim(72)});
+  ValueId res = b.input("res", DType::f32, {n, Dim(72), Dim(11), Dim(9)});
+  ValueId wg = b.input("wg", DType::f32, {Dim(40), Dim(10), Dim(3), Dim(5)});
+  ValueId w1 = b.input("w1", DType::f32, {Dim(64), Dim(20), Dim(1), Dim(1)});
+  ValueId conv = b.op("Conv", {x, w, bias}, {{"pads", ints({1, 1, 1, 1})}});
+  b.output(b.op("Relu", {b.op("Add", {conv, res})}));
+  b.output(b.op("Conv", {x, wg},
+                {{"group", int64_t{2}},
+                 {"strides", ints({2, 1})},
+                 {"dilations", ints({1, 2})},
+                 {"pads", ints({0, 2, 1, 3})}}));
+  b.output(b.op("Sigmoid", {b.op("Conv", {x, w1}, {{"strides", ints({2, 2})}})}));
+  ir::Graph g = std::move(b).finish();
+  std::string cuda = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cuda);
+  CHECK(cuda.find("__shared__ __align__(16) float As[16][132]") != std::string::npos);
+  CHECK(cuda.find("_narrow(") != std::string::npos);
+  CHECK(cuda.find("'s epilogue Add") != std::string::npos);
+  for (int64_t batch : {1, 3})
+    check_twin(g, {{batch, 20, 11, 9},
+                   {72, 20, 3, 3},
+                   {72},
+                   {batch, 72, 11, 9},
+                   {40, 10, 3, 5},
+                   {64, 20, 1, 1}});
+  // 128 x 130 pixels make 260 tiles of 64: the wide form runs, 40 channels in a tile of 64.
+  GraphBuilder big;
+  ValueId bx = big.input("x", DType::f32, {n, Dim(8), Dim(128), Dim(130)});
+  ValueId bw = big.input("w", DType::f32, {Dim(40), Dim(8), Dim(3), Dim(3)});
+  big.output(big.op("Conv", {bx, bw}, {{"pads", ints({1, 1, 1, 1})}}));
+  check_twin(std::move(big).finish(), {{1, 8, 128, 130}, {40, 8, 3, 3}});
 }
 
 TEST_CASE("matrix product tiles: row blocks of 4, 2 and 1, edge columns, batches, Gemm") {

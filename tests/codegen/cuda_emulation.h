@@ -1,0 +1,20 @@
+#pragma once
+// Runs the CUDA source the printer generates for a graph on this CPU, through the emulator in
+// cuda_emulator/ (its header says what it models), so that tests check the CUDA kernels'
+// numerics where there is no GPU.
+#include <vector>
+
+#include "codegen/plan.h"
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace eqfuse::testing {
+
+// Plans `graph`, prints its CUDA kernels and run function, builds them with the system C++
+// compiler against the emulator and runs them on `inputs`. Error naming the compiler's first
+// lines where the source does not build, or the run's return code where it fails.
+std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
+                                          const std::vector<ir::Tensor>& inputs,
+                                          const codegen::PlanOptions& options = {});
+
+}  // namespace eqfuse::testing

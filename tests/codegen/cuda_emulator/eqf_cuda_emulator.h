@@ -1,0 +1,185 @@
+#pragma once
+// A CPU emulation of the little of CUDA that eqfuse's generated kernels use, so that tests can
+// run the CUDA printer's output on machines without a GPU (CI) and compare it with the
+// interpreter. It is a test tool, not a simulator: it checks what the kernels compute, not how
+// fast, nor every way a real GPU may interleave them.
+//
+// A launch runs one block of `block` threads (gridDim.x == 1; every generated kernel walks its
+// items in grid-stride loops, so one block covers them all) as fibers on the calling thread.
+// A fiber runs until it reaches __syncthreads() or a warp shuffle and waits there until every
+// thread of its block (of its warp) has arrived; a barrier that cannot complete (some threads
+// finished, others wait) aborts with a message, as it would hang or misbehave on a GPU.
+// __shared__ arrays are statics: blocks run one after another. cuBLAS's strided-batched GEMMs
+// are plain loops. The test rewrites each `kernel<<<grid, block, 0, st>>>(args);` into
+// `eqf_emu::launch(block, [&] { kernel(args); });` before compiling (C++ has no launch syntax).
+#include <ucontext.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+// The generated prelude defines its warp reductions for CUDA only (after the system headers
+// above, which must not see this).
+#define __CUDACC__ 1
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+struct float2 {
+  float x, y;
+};
+struct float4 {
+  float x, y, z, w;
+};
+
+inline dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+namespace eqf_emu {
+
+enum class State { Runnable, AtBlockBarrier, AtWarpBarrier, Done };
+
+struct Fiber {
+  ucontext_t context;
+  std::vector<char> stack;
+  State state = State::Runnable;
+};
+
+inline ucontext_t scheduler;
+inline std::vector<Fiber> fibers;
+inline int current = 0;
+inline const std::function<void()>* body = nullptr;
+inline double shuffle_slots[1024];
+
+inline void run_fiber() {
+  (*body)();
+  fibers[size_t(current)].state = State::Done;
+}
+
+inline void wait(State at) {
+  fibers[size_t(current)].state = at;
+  swapcontext(&fibers[size_t(current)].context, &scheduler);
+}
+
+[[noreturn]] inline void deadlock(const char* what) {
+  std::fprintf(stderr, "eqf_emu: %s cannot complete: some threads finished, others wait\n", what);
+  std::abort();
+}
+
+// Releases every barrier that all its threads have reached; whether any was.
+inline bool release_barriers(int threads) {
+  bool released = false, any_waiting = false;
+  bool block_ready = true;
+  for (const Fiber& f : fibers) {
+    if (f.state == State::AtBlockBarrier) any_waiting = true;
+    if (f.state != State::AtBlockBarrier) block_ready = false;
+  }
+  if (any_waiting && block_ready) {
+    for (Fiber& f : fibers) f.state = State::Runnable;
+    return true;
+  }
+  for (int w = 0; w * 32 < threads; ++w) {
+    bool ready = true, waiting = false;
+    for (int t = w * 32; t < w * 32 + 32 && t < threads; ++t) {
+      waiting = waiting || fibers[size_t(t)].state == State::AtWarpBarrier;
+      ready = ready && fibers[size_t(t)].state == State::AtWarpBarrier;
+    }
+    if (waiting && ready) {
+      for (int t = w * 32; t < w * 32 + 32 && t < threads; ++t)
+        fibers[size_t(t)].state = State::Runnable;
+      released = true;
+    }
+  }
+  return released;
+}
+
+// Runs `kernel` as one block of `threads` threads.
+inline void launch(unsigned threads, const std::function<void()>& kernel) {
+  body = &kernel;
+  fibers.resize(threads);
+  blockDim.x = threads;
+  gridDim.x = 1;
+  blockIdx.x = 0;
+  for (unsigned t = 0; t < threads; ++t) {
+    Fiber& f = fibers[t];
+    f.stack.resize(256 * 1024);
+    f.state = State::Runnable;
+    getcontext(&f.context);
+    f.context.uc_stack.ss_sp = f.stack.data();
+    f.context.uc_stack.ss_size = f.stack.size();
+    f.context.uc_link = &scheduler;
+    makecontext(&f.context, run_fiber, 0);
+  }
+  for (;;) {
+    bool ran = false, all_done = true;
+    for (unsigned t = 0; t < threads; ++t) {
+      if (fibers[t].state != State::Runnable) continue;
+      current = int(t);
+      threadIdx.x = t;
+      swapcontext(&scheduler, &fibers[t].context);
+      ran = true;
+    }
+    for (const Fiber& f : fibers) all_done = all_done && f.state == State::Done;
+    if (all_done) return;
+    if (!release_barriers(int(threads)) && !ran) deadlock("a barrier");
+  }
+}
+
+template <typename T>
+T shuffle(T v, int from_lane) {
+  const int lane = current % 32, warp_base = current - lane;
+  shuffle_slots[current] = double(v);
+  wait(State::AtWarpBarrier);
+  T r = T(shuffle_slots[warp_base + (from_lane & 31)]);
+  wait(State::AtWarpBarrier);  // every lane has read before any writes again
+  return r;
+}
+
+}  // namespace eqf_emu
+
+inline void __syncthreads() {
+  eqf_emu::wait(eqf_emu::State::AtBlockBarrier);
+}
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int mask) {
+  return eqf_emu::shuffle(v, (eqf_emu::current % 32) ^ mask);
+}
+template <typename T>
+T __shfl_sync(unsigned, T v, int lane) {
+  return eqf_emu::shuffle(v, lane);
+}
+
+// The runtime API the generated host code calls: memory is the host's, work is synchronous.
+typedef void* cudaStream_t;
+typedef struct eqf_event* cudaEvent_t;
+typedef int cudaError_t;
+constexpr cudaError_t cudaSuccess = 0;
+inline cudaError_t cudaGetLastError() {
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
+  *e = nullptr;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventSynchronize(cudaEvent_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
+  *ms = 0;
+  return cudaSuccess;
+}
+inline cudaError_t cudaEventDestroy(cudaEvent_t) {
+  return cudaSuccess;
+}
