@@ -84,12 +84,13 @@ std::string iadd(const std::string& a, const std::string& b) {
 constexpr int kTileAccumulators = 8;  // vector accumulators per tile (of 16 registers)
 constexpr int kAttentionWarps = 8;    // CUDA attention: query rows per item, a warp each
 static_assert(kAttentionWarps * 32 == 256, "an attention item is one block of the launch's 256");
-// CUDA convolution tiles (body_conv_gemm): pixels per tile, and k per slice staged in shared
-// memory. Where a convolution has fewer than kConvWideTiles wide tiles (about two per SM of an
-// H200's 132), it runs in tiles of 32 channels instead, for more blocks at small batches.
-constexpr int64_t kConvTileP = 64, kConvTileK = 16, kConvNarrowM = 32, kConvWideTiles = 256;
-static_assert(kConvTileK * kConvTileP % 256 == 0 && kConvNarrowM * kConvTileK % 256 == 0,
-              "every thread of a convolution tile loads the same number of elements");
+// CUDA convolution tiles (body_conv_gemm): output channels by pixels, in slices of kConvTileK
+// k staged in shared memory. A convolution runs in the largest of its tiles of which there
+// are at least kConvFullWave (one per SM of an H200), so that small batches still fill the GPU.
+struct ConvTile {
+  int64_t m, p;
+};
+constexpr int64_t kConvTileK = 16, kConvFullWave = 132;
 
 std::string imul(const std::string& a, const std::string& b) {
   if (is_zero(a) || is_zero(b)) return "0";
@@ -351,10 +352,11 @@ class Writer {
   std::string body_matmul_rows(const Stage& s);
   std::string body_conv(const Stage& s);
   std::string body_conv_tiles(const Stage& s);
-  std::string body_conv_gemm(const Stage& s, int64_t tile_m);
-  // The output channels of body_conv_gemm's tile for `s`, 0 where that form does not apply (a
-  // depthwise or grouped convolution with few channels per group, f64, symbolic channels).
-  int64_t conv_gemm_tile_m(const Stage& s) const;
+  std::string body_conv_gemm(const Stage& s, ConvTile tile);
+  // The tiles body_conv_gemm may take for `s`, largest first; none where that form does not
+  // apply (a depthwise or grouped convolution with few channels per group, f64, symbolic
+  // channels). The launch takes the first with at least kConvFullWave tiles, else the last.
+  std::vector<ConvTile> conv_gemm_tiles(const Stage& s) const;
   // MatMul and Gemm handed to a BLAS where the operands are f32 and their batch dims either
   // match the output's or broadcast whole: the geometry (C expressions), or nullopt.
   struct LibraryGemm {
@@ -1514,11 +1516,13 @@ std::string Writer::body_conv_tiles(const Stage& s) {
 // m an output channel of the group, p an output pixel (image, row and column flattened), k an
 // input channel and tap. A is the weights as stored (row m is contiguous in k); B is the input
 // read at the tap, zero in the padding, and never materialized. An item is one block's tile of
-// `tile_m` channels by kConvTileP pixels of C. For each slice of kConvTileK k, the block copies
-// A's and B's slices into shared memory and every thread accumulates its (tile_m / 16) x 4 outputs
-// in registers, while the next slice is already being loaded into registers. The epilogue
-// (bias, the merged pointwise stage) is computed where the tile stores.
-std::string Writer::body_conv_gemm(const Stage& s, int64_t tile_m) {
+// `tile.m` channels by `tile.p` pixels of C. For each slice of kConvTileK k, the block copies
+// A's and B's slices into shared memory and each of its 256 threads accumulates its
+// (tile.m / 16) x (tile.p / 16) outputs in registers, while the next slice is already being
+// loaded into registers. The epilogue (bias, the merged pointwise stage) is computed where the
+// tile stores.
+std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
+  const int64_t tile_m = tile.m, tile_p = tile.p;
   const ir::Node& n = g_.node(s.node);
   ir::OpContext ctx = ir::make_context(g_, n);
   ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
@@ -1527,13 +1531,14 @@ std::string Writer::body_conv_gemm(const Stage& s, int64_t tile_m) {
   auto win = window_of(g_, n, {kh_size, kw_size});
   const int64_t group = ctx.attr_int("group"), mg = ws[0].value() / group;
   const int64_t taps = kh_size * kw_size, K = cg * taps;
-  const int64_t per_thread_m = tile_m / 16, a_loads = tile_m * kConvTileK / 256;
+  const int64_t per_thread_m = tile_m / 16, per_thread_p = tile_p / 16;
+  const int64_t a_loads = tile_m * kConvTileK / 256, b_loads = kConvTileK * tile_p / 256;
   const int64_t m_tiles = (mg + tile_m - 1) / tile_m;
   const bool whole_m = mg % tile_m == 0, whole_k = K % kConvTileK == 0;
   const std::string OW = dim(out, 3), H = dim(x, 2), W = dim(x, 3), C = dim(x, 1);
   const std::string pixels = "(" + imul(dim(out, 2), OW) + ")";
   const std::string P = "(" + imul(dim(out, 0), pixels) + ")";
-  const std::string p_tiles = fmt::format("(({} + {}) / {})", P, kConvTileP - 1, kConvTileP);
+  const std::string p_tiles = fmt::format("(({} + {}) / {})", P, tile_p - 1, tile_p);
   Index item = decompose("i", {std::to_string(group), p_tiles, std::to_string(m_tiles)},
                          {group == 1, false, m_tiles == 1});
   const std::string grp = item[0], pt = item[1], mt = item[2];
@@ -1542,13 +1547,13 @@ std::string Writer::body_conv_gemm(const Stage& s, int64_t tile_m) {
                    iadd(imul(grp, std::to_string(mg)), imul(mt, std::to_string(tile_m)))));
   if (!whole_m)
     line(fmt::format("const int64_t m_in_group = {};", imul(mt, std::to_string(tile_m))));
-  line(fmt::format("const int64_t p_first = {} * {};", pt, kConvTileP));
+  line(fmt::format("const int64_t p_first = {} * {};", pt, tile_p));
   line(fmt::format("__shared__ __align__(16) float As[{}][{}];", kConvTileK, tile_m + 4));
-  line(fmt::format("__shared__ __align__(16) float Bs[{}][{}];", kConvTileK, kConvTileP));
+  line(fmt::format("__shared__ __align__(16) float Bs[{}][{}];", kConvTileK, tile_p));
   line("const int tx = threadIdx.x;");
   // What this thread loads: A's column ak of rows am + 16 u, B's pixel bp of k rows bk + 4 u.
   line(fmt::format("const int ak = tx % {}, am = tx / {};", kConvTileK, kConvTileK));
-  line(fmt::format("const int bp = tx % {}, bk = tx / {};", kConvTileP, kConvTileP));
+  line(fmt::format("const int bp = tx % {}, bk = tx / {};", tile_p, tile_p));
   line(fmt::format("const {}* wa = {} + (m_first + am) * {};", wt, ptr(w), K));
   line(fmt::format("const int64_t p = p_first + bp;"));
   line(fmt::format("const bool p_in = p < {};", P));
@@ -1557,7 +1562,7 @@ std::string Writer::body_conv_gemm(const Stage& s, int64_t tile_m) {
                    win[0].stride, win[0].pad_begin, OW, win[1].stride, win[1].pad_begin));
   line(fmt::format("const {}* xb = {} + {} * {} * {};", xt, ptr(x),
                    iadd(imul("img", C), imul(grp, std::to_string(cg))), H, W));
-  line(fmt::format("float ra[{}], rb[{}];", a_loads, kConvTileK * kConvTileP / 256));
+  line(fmt::format("float ra[{}], rb[{}];", a_loads, b_loads));
   auto load = [&](const std::string& k0) {
     line("#pragma unroll");
     open(fmt::format("for (int u = 0; u < {}; ++u)", a_loads));
@@ -1570,8 +1575,8 @@ std::string Writer::body_conv_gemm(const Stage& s, int64_t tile_m) {
                     : fmt::format("ra[u] = {} ? {} : 0.0f;", ok, a));
     close();
     line("#pragma unroll");
-    open(fmt::format("for (int u = 0; u < {}; ++u)", kConvTileK * kConvTileP / 256));
-    line(fmt::format("const int k = {} + bk + {} * u;", k0, 256 / kConvTileP));
+    open(fmt::format("for (int u = 0; u < {}; ++u)", b_loads));
+    line(fmt::format("const int k = {} + bk + {} * u;", k0, 256 / tile_p));
     line("float v = 0.0f;");
     open(whole_k ? "if (p_in)" : fmt::format("if (p_in && k < {})", K));
     line(fmt::format("const int c = k / {}, tap = k % {};", taps, taps));
@@ -1586,27 +1591,31 @@ std::string Writer::body_conv_gemm(const Stage& s, int64_t tile_m) {
     close();
   };
   load("0");
-  line(fmt::format("float acc[{}][4];", per_thread_m));
+  line(fmt::format("float acc[{}][{}];", per_thread_m, per_thread_p));
   line("#pragma unroll");
-  line(
-      fmt::format("for (int r = 0; r < {}; ++r) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = "
-                  "0.0f;",
-                  per_thread_m));
+  open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
+  line("#pragma unroll");
+  line(fmt::format("for (int c = 0; c < {}; ++c) acc[r][c] = 0.0f;", per_thread_p));
+  close();
   line("const int ty = tx / 16, tn = tx % 16;");
   open(fmt::format("for (int k0 = 0; k0 < {}; k0 += {})", K, kConvTileK));
   line("#pragma unroll");
   line(fmt::format("for (int u = 0; u < {}; ++u) As[ak][am + 16 * u] = ra[u];", a_loads));
   line("#pragma unroll");
-  line(fmt::format("for (int u = 0; u < {}; ++u) Bs[bk + {} * u][bp] = rb[u];",
-                   kConvTileK * kConvTileP / 256, 256 / kConvTileP));
+  line(fmt::format("for (int u = 0; u < {}; ++u) Bs[bk + {} * u][bp] = rb[u];", b_loads,
+                   256 / tile_p));
   line("__syncthreads();");
   open(fmt::format("if (k0 + {} < {})", kConvTileK, K));
   load(fmt::format("k0 + {}", kConvTileK));
   close();
   line("#pragma unroll");
   open(fmt::format("for (int kk = 0; kk < {}; ++kk)", kConvTileK));
-  line("const float4 b = *(const float4*)&Bs[kk][tn * 4];");
-  line(fmt::format("float a[{}];", per_thread_m));
+  line(fmt::format("float a[{}], b[{}];", per_thread_m, per_thread_p));
+  line("#pragma unroll");
+  open(fmt::format("for (int q = 0; q < {}; ++q)", per_thread_p / 4));
+  line(fmt::format("const float4 b4 = *(const float4*)&Bs[kk][tn * {} + 4 * q];", per_thread_p));
+  line("b[4 * q] = b4.x, b[4 * q + 1] = b4.y, b[4 * q + 2] = b4.z, b[4 * q + 3] = b4.w;");
+  close();
   if (per_thread_m == 2) {
     line("const float2 a2 = *(const float2*)&As[kk][ty * 2];");
     line("a[0] = a2.x, a[1] = a2.y;");
@@ -1619,13 +1628,13 @@ std::string Writer::body_conv_gemm(const Stage& s, int64_t tile_m) {
   }
   line("#pragma unroll");
   open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
-  line("acc[r][0] += a[r] * b.x, acc[r][1] += a[r] * b.y;");
-  line("acc[r][2] += a[r] * b.z, acc[r][3] += a[r] * b.w;");
+  line("#pragma unroll");
+  line(fmt::format("for (int c = 0; c < {}; ++c) acc[r][c] += a[r] * b[c];", per_thread_p));
   close();
   close();
   line("__syncthreads();  // the slices are used up");
   close();
-  // Each thread's outputs: channels ty * per_thread_m + r, pixels tn * 4 + c of the tile.
+  // Each thread's outputs: channels ty * per_thread_m + r, pixels tn * per_thread_p + c.
   line("#pragma unroll");
   open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
   if (!whole_m) line(fmt::format("if (m_in_group + ty * {} + r >= {}) break;", per_thread_m, mg));
@@ -1634,8 +1643,8 @@ std::string Writer::body_conv_gemm(const Stage& s, int64_t tile_m) {
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
     bias = "(float)" + elem(n.inputs[2], Index{"m"});
   line("#pragma unroll");
-  open("for (int c = 0; c < 4; ++c)");
-  line("const int64_t q = p_first + tn * 4 + c;");
+  open(fmt::format("for (int c = 0; c < {}; ++c)", per_thread_p));
+  line(fmt::format("const int64_t q = p_first + tn * {} + c;", per_thread_p));
   line(fmt::format("if (q >= {}) break;", P));
   line(fmt::format("const int64_t q_img = q / {}, q_in = q % {};", pixels, pixels));
   line(fmt::format("const int64_t q_row = q_in / {}, q_col = q_in % {};", OW, OW));
@@ -1646,16 +1655,18 @@ std::string Writer::body_conv_gemm(const Stage& s, int64_t tile_m) {
   return fmt::format("{} * {} * {}", group, p_tiles, m_tiles);
 }
 
-int64_t Writer::conv_gemm_tile_m(const Stage& s) const {
-  if (target_ != Target::Cuda || s.kind != StageKind::Conv) return 0;
+std::vector<ConvTile> Writer::conv_gemm_tiles(const Stage& s) const {
+  if (target_ != Target::Cuda || s.kind != StageKind::Conv) return {};
   const ir::Node& n = g_.node(s.node);
-  if (rank(n.inputs[0]) != 4 || type(s.output).dtype != DType::f32) return 0;
+  if (rank(n.inputs[0]) != 4 || type(s.output).dtype != DType::f32) return {};
   const auto& ws = type(n.inputs[1]).shape;
   for (size_t k = 0; k < 4; ++k)
-    if (!ws[k].is_static()) return 0;
+    if (!ws[k].is_static()) return {};
   const int64_t mg = ws[0].value() / ir::make_context(g_, n).attr_int("group");
-  if (mg < 16) return 0;
-  return mg > 64 ? 128 : mg > 32 ? 64 : kConvNarrowM;
+  if (mg < 16) return {};
+  if (mg > 64) return {{128, 128}, {128, 64}, {32, 64}};
+  if (mg > 32) return {{64, 128}, {32, 64}};
+  return {{32, 64}};
 }
 
 std::string Writer::body_pool(const Stage& s) {
@@ -1890,8 +1901,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   warp_rows_ =
       target_ == Target::Cuda && (s.kind == StageKind::Softmax || s.kind == StageKind::LayerNorm);
   // A thread block per item (its threads share tiles in shared memory).
-  const int64_t conv_tile_m = conv_gemm_tile_m(s);
-  block_items_ = target_ == Target::Cuda && (s.kind == StageKind::Attention || conv_tile_m > 0);
+  const std::vector<ConvTile> conv_tiles = conv_gemm_tiles(s);
+  block_items_ = target_ == Target::Cuda && (s.kind == StageKind::Attention || !conv_tiles.empty());
   const bool contraction_stage = s.kind == StageKind::MatMul || s.kind == StageKind::Gemm;
   std::string library;
   if (target_ == Target::Cuda && contraction_stage) library = cublas_call(s, index);
@@ -1961,9 +1972,9 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
         const auto& ws = type(n.inputs[1]).shape;
         rows_form = target_ == Target::Cpu && rank(n.inputs[0]) == 4 && ws[0].is_static() &&
                     ws[2].is_static() && ws[3].is_static();
-        items = rows_form     ? body_conv_tiles(s)
-                : conv_tile_m ? body_conv_gemm(s, conv_tile_m)
-                              : body_conv(s);
+        items = rows_form             ? body_conv_tiles(s)
+                : !conv_tiles.empty() ? body_conv_gemm(s, conv_tiles[0])
+                                      : body_conv(s);
         break;
       }
       case StageKind::Pool:
@@ -2010,24 +2021,32 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     return;
   }
   const bool partial_groups = groups_of_4 && !whole_groups_of_4(s.output);
-  if (conv_tile_m <= kConvNarrowM) {
+  if (conv_tiles.size() <= 1) {
     std::string launch = cuda_kernel(name, head, written, items, partial_groups, functions);
     calls += fmt::format("  {{\n    {}const int64_t n = {};\n    {}\n  }}\n",
                          library.empty() ? record_event(index) + "\n    " : "", items, launch);
     return;
   }
-  // A convolution in tiles: wide ones where there are enough for the GPU, else narrow ones.
-  std::string launch = cuda_kernel(name, head, written, items, false, functions);
-  begin_body();
-  epilogue_ = epilogue;
-  std::string narrow_items = body_conv_gemm(s, kConvNarrowM);
-  epilogue_ = nullptr;
-  std::string narrow_launch =
-      cuda_kernel(name + "_narrow", head, written, narrow_items, false, functions);
-  calls += fmt::format(
-      "  {{\n    {}\n    const int64_t wide = {};\n    if (wide >= {}) {{\n      const int64_t n = "
-      "wide;\n      {}\n    }} else {{\n      const int64_t n = {};\n      {}\n    }}\n  }}\n",
-      record_event(index), items, kConvWideTiles, launch, narrow_items, narrow_launch);
+  // A convolution in the largest tiles that fill the GPU: a kernel for each size of tile.
+  calls += "  {\n    " + record_event(index) + "\n";
+  for (size_t t = 0; t < conv_tiles.size(); ++t) {
+    std::string tiles = items;
+    if (t > 0) {
+      begin_body();
+      epilogue_ = epilogue;
+      tiles = body_conv_gemm(s, conv_tiles[t]);
+      epilogue_ = nullptr;
+    }
+    std::string launch =
+        cuda_kernel(t == 0 ? name : fmt::format("{}_{}x{}", name, conv_tiles[t].m, conv_tiles[t].p),
+                    head, written, tiles, false, functions);
+    calls += fmt::format("    {}{{\n      const int64_t n = {};\n      {}\n    }}{}",
+                         t == 0 ? "if (" + tiles + " >= " + std::to_string(kConvFullWave) + ") "
+                         : t + 1 < conv_tiles.size()
+                             ? "else if (" + tiles + " >= " + std::to_string(kConvFullWave) + ") "
+                             : "else ",
+                         tiles, launch, t + 1 < conv_tiles.size() ? " " : "\n  }\n");
+  }
 }
 
 std::string Writer::cuda_kernel(const std::string& name, const std::string& head, ValueId written,

@@ -456,12 +456,12 @@ TEST_CASE("convolution tiles: inside and edge tiles, strides, dilations, groups"
   });
 }
 
-TEST_CASE("CUDA convolution tiles: wide and narrow, channel and k tails, groups, epilogues") {
+TEST_CASE("CUDA convolution tiles: each size, channel and k tails, groups, epilogues") {
   // On CUDA a convolution with at least 16 output channels per group is an implicit GEMM in
-  // tiles of 32, 64 or 128 channels by 64 pixels, k in slices of 16 (printer.cpp,
-  // body_conv_gemm); with fewer than 256 wide tiles it runs in narrow tiles of 32 channels.
-  // 72 channels take wide tiles of 128 (a channel tail) and narrow ones of 32 (another); k of
-  // 180, 20 and 72 end in partial slices; 20 channels per group of 2 take one 32-channel form.
+  // tiles of channels by pixels, k in slices of 16 (printer.cpp, body_conv_gemm), the largest
+  // tiles of which there are at least 132: 128x128, 128x64 or 32x64 for 72 channels (a channel
+  // tail in each), 64x128 or 32x64 for 40, 32x64 alone for 20 per group. k of 180, 20 and 72
+  // end in partial slices.
   GraphBuilder b;
   auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
   const Dim n = Dim::symbol("n");
@@ -482,7 +482,8 @@ TEST_CASE("CUDA convolution tiles: wide and narrow, channel and k tails, groups,
   ir::Graph g = std::move(b).finish();
   std::string cuda = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cuda);
   CHECK(cuda.find("__shared__ __align__(16) float As[16][132]") != std::string::npos);
-  CHECK(cuda.find("_narrow(") != std::string::npos);
+  CHECK(cuda.find("_128x64(") != std::string::npos);
+  CHECK(cuda.find("_32x64(") != std::string::npos);
   CHECK(cuda.find("'s epilogue Add") != std::string::npos);
   for (int64_t batch : {1, 3})
     check_twin(g, {{batch, 20, 11, 9},
@@ -491,12 +492,15 @@ TEST_CASE("CUDA convolution tiles: wide and narrow, channel and k tails, groups,
                    {batch, 72, 11, 9},
                    {40, 10, 3, 5},
                    {64, 20, 1, 1}});
-  // 128 x 130 pixels make 260 tiles of 64: the wide form runs, 40 channels in a tile of 64.
+  // 128 x 133 pixels make 133 tiles of 128: 40 channels run in tiles of 64x128. At a column
+  // stride of 2, 128 x 67 pixels make 67 tiles of 128 and 134 of 64: 72 channels in 128x64.
   GraphBuilder big;
-  ValueId bx = big.input("x", DType::f32, {n, Dim(8), Dim(128), Dim(130)});
+  ValueId bx = big.input("x", DType::f32, {n, Dim(8), Dim(128), Dim(133)});
   ValueId bw = big.input("w", DType::f32, {Dim(40), Dim(8), Dim(3), Dim(3)});
+  ValueId bw72 = big.input("w72", DType::f32, {Dim(72), Dim(8), Dim(3), Dim(3)});
   big.output(big.op("Conv", {bx, bw}, {{"pads", ints({1, 1, 1, 1})}}));
-  check_twin(std::move(big).finish(), {{1, 8, 128, 130}, {40, 8, 3, 3}});
+  big.output(big.op("Conv", {bx, bw72}, {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({1, 2})}}));
+  check_twin(std::move(big).finish(), {{1, 8, 128, 133}, {40, 8, 3, 3}, {72, 8, 3, 3}});
 }
 
 TEST_CASE("matrix product tiles: row blocks of 4, 2 and 1, edge columns, batches, Gemm") {
