@@ -316,6 +316,43 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   std::set<NodeId> inside_attention;
   for (const auto& a : attention) inside_attention.insert({a.scores, a.softmax});
 
+  // Under --precision, a MatMul or Gemm reading a model input (f32 in the caller's buffer) would
+  // multiply it by 16-bit operands, which no cuBLAS GEMM takes: it reads a copy of the input
+  // instead, rounded to the precision by a copy stage before all others.
+  std::vector<std::pair<ValueId, ValueId>> conversions;  // (copy at the precision, input)
+  if (plan.precision != ir::DType::f32) {
+    std::map<ValueId, ValueId> copy_of;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      ir::Node& n = g.node(NodeId(i));
+      if (!live[i] || (n.op_type != "MatMul" && n.op_type != "Gemm") ||
+          inside_attention.count(NodeId(i)) || attention_of.count(n.outputs[0]))
+        continue;
+      for (size_t k : {size_t{0}, size_t{1}}) {
+        const ValueId in = n.inputs[k];
+        const ir::Value& v = g.value(in);
+        if (v.producer != ir::kNoNode || v.is_weight() || v.type.dtype != ir::DType::f32) continue;
+        auto [it, fresh] = copy_of.emplace(in, 0);
+        if (fresh) {
+          it->second = g.add_value(
+              g.unique_name(fmt::format("{}_{}", v.name, ir::dtype_name(plan.precision))),
+              g.value(in).type);
+          conversions.push_back({it->second, in});
+        }
+        n.inputs[k] = it->second;
+      }
+    }
+  }
+  for (auto [copy, source] : conversions) {
+    Stage s;
+    s.kind = StageKind::Pointwise;
+    s.output = copy;
+    s.source = source;
+    s.step = plan.steps.size();
+    plan.steps.push_back({g.value(copy).name, "copy", {plan.stages.size()}});
+    s.reads = {source};
+    plan.stages.push_back(std::move(s));
+  }
+
   // Materialized values: outputs, values leaving their top-level node, results of reductions
   // and contractions, and contraction operands (but an attention stage's).
   std::vector<bool> mat(g.values().size(), false);

@@ -589,8 +589,9 @@ ValueId rounded(GraphBuilder& b, ValueId v, DType stored) {
 }
 
 // A contraction, a row reduction and a pointwise kernel with weights; with `stored` given,
-// every tensor the plan stores (weights, the MatMul's and the LayerNorm's outputs) is passed
-// through it explicitly, which is what --precision does implicitly.
+// every tensor the plan stores (weights, the input the MatMul reads, the MatMul's and the
+// LayerNorm's outputs) is passed through it explicitly, which is what --precision does
+// implicitly.
 ir::Graph stored_graph(std::optional<DType> stored) {
   GraphBuilder b;
   auto store = [&](ValueId v) { return stored ? rounded(b, v, *stored) : v; };
@@ -598,7 +599,7 @@ ir::Graph stored_graph(std::optional<DType> stored) {
   ValueId w = store(b.weight("w", random_tensor({13, 29}, 3)));
   ValueId bias = store(b.weight("bias", random_tensor({29}, 4)));
   ValueId gamma = store(b.weight("gamma", random_tensor({29}, 5)));
-  ValueId h = store(b.op("MatMul", {x, w}));
+  ValueId h = store(b.op("MatMul", {store(x), w}));
   ValueId ln = store(b.op("LayerNormalization", {h, gamma, bias}, {{"axis", int64_t{-1}}}));
   b.output(kernel(b, "(Mul (Add ?0 ?1) (Sigmoid ?0))", {ln, bias}));
   return std::move(b).finish();
@@ -620,12 +621,21 @@ TEST_CASE("--precision stores weights and intermediates at 16 bits, rounded to n
           buf.storage == codegen::Storage::Weight || buf.storage == codegen::Storage::Arena;
       CHECK(buf.dtype == (lowered ? precision : DType::f32));
     }
+    // The MatMul reads x rounded by a copy stage, so that on CUDA both operands go to GemmEx.
+    CHECK(twin->plan().stages.front().source == plain.inputs()[0]);
+    CHECK(codegen::print_kernels(twin->plan(), codegen::Target::Cuda)
+              .find("cublasGemmStridedBatchedEx") != std::string::npos);
     std::vector<ir::Tensor> got = twin->run(inputs);
-    // The same roundings written out as Casts, in the interpreter: equal up to float sums.
+    // The same roundings written out as Casts, in the interpreter: equal up to float sums; the
+    // CUDA source (emulated) too.
     std::vector<ir::Tensor> want = ir::Interpreter(stored_graph(precision)).run(inputs);
     frontend::Comparison same = frontend::compare_tensors(got[0], want[0], 1e-4, 1e-5);
     INFO("against the explicit roundings: " << same.str());
     CHECK(same.match);
+    std::vector<ir::Tensor> cuda = testing::run_cuda_emulated(plain, inputs, options);
+    frontend::Comparison same_cuda = frontend::compare_tensors(cuda[0], want[0], 1e-4, 1e-5);
+    INFO("CUDA, emulated, against the explicit roundings: " << same_cuda.str());
+    CHECK(same_cuda.match);
     // And it is an approximation of the f32 model: visibly off, within the stated tolerance.
     auto [rtol, atol] = codegen::precision_tolerance(precision);
     frontend::Comparison approx = frontend::compare_tensors(got[0], exact[0], rtol, atol);
