@@ -342,7 +342,9 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
       }
     }
   }
-  for (auto [copy, source] : conversions) {
+  // A copy stage: `copy` takes `source`'s elements (converted to its buffer's type), a step
+  // of its own.
+  auto add_copy_stage = [&](ValueId copy, ValueId source) {
     Stage s;
     s.kind = StageKind::Pointwise;
     s.output = copy;
@@ -351,7 +353,8 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     plan.steps.push_back({g.value(copy).name, "copy", {plan.stages.size()}});
     s.reads = {source};
     plan.stages.push_back(std::move(s));
-  }
+  };
+  for (auto [copy, source] : conversions) add_copy_stage(copy, source);
 
   // Materialized values: outputs, values leaving their top-level node, results of reductions
   // and contractions, and contraction operands (but an attention stage's).
@@ -404,16 +407,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     plan.steps[s.step].stages.push_back(plan.stages.size());
     plan.stages.push_back(std::move(s));
   }
-  for (auto [copy, source] : copies) {
-    Stage s;
-    s.kind = StageKind::Pointwise;
-    s.output = copy;
-    s.source = source;
-    s.step = plan.steps.size();
-    plan.steps.push_back({g.value(copy).name, "copy", {plan.stages.size()}});
-    s.reads = {source};
-    plan.stages.push_back(std::move(s));
-  }
+  for (auto [copy, source] : copies) add_copy_stage(copy, source);
 
   // What each stage reads: materialized values reached through the recomputed ones.
   for (Stage& s : plan.stages) {

@@ -3,13 +3,15 @@
 // also at --precision bf16 (at bf16's tolerance, codegen::precision_tolerance), and both test
 // sets of every dynamic-batch model from one build. The arena plan of each is checked at several
 // bindings of its dims: no two live values share memory except a stage written in place over an
-// operand it reads for the last time.
+// operand it reads for the last time. The CUDA source of six optimized models runs on the CPU
+// emulator against the test data too.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 
 #include "codegen/cpu_backend.h"
 #include "codegen/printer.h"
+#include "cuda_emulation.h"
 #include "frontend/onnx_import.h"
 #include "frontend/test_data.h"
 #include "ir/interpreter.h"
@@ -103,6 +105,34 @@ TEST_CASE("the C++ twin of every shared model matches its test data, before and 
     ++checked;
   }
   CHECK(checked >= 10);
+}
+
+TEST_CASE("the CUDA source of shared models, on the CPU emulator, matches their test data") {
+  // The optimized graph's CUDA kernels and run function (cuBLAS a loop, each launch one block
+  // of fibers; cuda_emulation.h), at the twin's tolerance: the convolution tiles, attention and
+  // warp-row stages at the shapes real models give them. (resnet18 passes too, but takes over
+  // two minutes here.)
+  for (const char* name :
+       {"mlp_block", "attention_block", "bert_tiny", "gpt_tiny", "squeezenet1_1", "mobilenet_v2"}) {
+    fs::path dir = test::shared_dir() / "models" / name;
+    if (!fs::exists(dir / "test_data_set_0")) continue;
+    SECTION(name) {
+      ir::Graph g = frontend::import_onnx(dir / "model.onnx");
+      optimizer::OptimizeOptions opt;
+      opt.verify = false;  // the test data check is the verification here
+      ir::Graph fused = optimizer::optimize(g, opt).graph;
+      frontend::TestDataSet data = frontend::read_test_data_set(dir / "test_data_set_0");
+      std::vector<ir::Tensor> outputs =
+          testing::run_cuda_emulated(fused, frontend::bind_inputs(fused, data.inputs));
+      REQUIRE(outputs.size() == data.outputs.size());
+      for (size_t k = 0; k < outputs.size(); ++k) {
+        frontend::Comparison c =
+            frontend::compare_tensors(outputs[k], data.outputs[k].tensor, 1e-3, 1e-4);
+        INFO(name << " output " << k << ": " << c.str());
+        CHECK(c.match);
+      }
+    }
+  }
 }
 
 TEST_CASE("generated sources are deterministic") {
