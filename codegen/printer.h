@@ -28,9 +28,14 @@
 //                       | V (online softmax)                   | lane's score is its key's,
 //                       |                                      | shuffles combine and share
 //                       |                                      | out V's row
-//   2-D Conv            | one item per block of up to 8 output | one thread per output element
-//                       | channels of one output row, register |
-//                       | tiles of one vector along the row    |
+//   2-D Conv            | one item per block of up to 8 output | an implicit GEMM: a thread
+//                       | channels of one output row, register | block per tile of 128, 64 or
+//                       | tiles of one vector along the row    | 32 channels by 64 pixels,
+//                       |                                      | 16-k slices in shared memory,
+//                       |                                      | register tiles; the run picks
+//                       |                                      | the largest size with 132
+//                       |                                      | tiles (depthwise: a thread
+//                       |                                      | per output element)
 //   tile vectors        | 32 bytes with AVX, else 16 (#if)     | -
 //   math functions      | <math.h>                             | CUDA's device math
 //
@@ -39,7 +44,8 @@
 // code on both targets; every expression computes in float.
 //
 // Everything outside that table is checked on every CI run by running the C++ twin against the
-// interpreter; the CUDA-only part is checked by building with nvcc and by GPU runs.
+// interpreter; the CUDA-only part by building with nvcc, by running the CUDA source on the
+// tests' CPU emulator against the interpreter (tests/codegen/cuda_emulation.h), and by GPU runs.
 //
 // The generated unit exports a C API (see kernel_api_text()): the arena size for a binding of
 // the dims, and a run function taking the dims, input and output pointers, the weights blob
