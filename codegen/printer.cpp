@@ -1612,21 +1612,23 @@ std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
   line("#pragma unroll");
   open(fmt::format("for (int kk = 0; kk < {}; ++kk)", kConvTileK));
   line(fmt::format("float a[{}], b[{}];", per_thread_m, per_thread_p));
-  line("#pragma unroll");
-  open(fmt::format("for (int q = 0; q < {}; ++q)", per_thread_p / 4));
-  line(fmt::format("const float4 b4 = *(const float4*)&Bs[kk][tn * {} + 4 * q];", per_thread_p));
-  line("b[4 * q] = b4.x, b[4 * q + 1] = b4.y, b[4 * q + 2] = b4.z, b[4 * q + 3] = b4.w;");
-  close();
-  if (per_thread_m == 2) {
-    line("const float2 a2 = *(const float2*)&As[kk][ty * 2];");
-    line("a[0] = a2.x, a[1] = a2.y;");
-  } else {
+  // `count` consecutive floats of row kk of a shared tile into `to`, in 16-byte reads (8-byte
+  // for two).
+  auto read_row = [&](const std::string& to, const std::string& tile, const std::string& thread,
+                      int64_t count) {
+    const int64_t width = count == 2 ? 2 : 4;
     line("#pragma unroll");
-    open(fmt::format("for (int q = 0; q < {}; ++q)", per_thread_m / 4));
-    line(fmt::format("const float4 a4 = *(const float4*)&As[kk][ty * {} + 4 * q];", per_thread_m));
-    line("a[4 * q] = a4.x, a[4 * q + 1] = a4.y, a[4 * q + 2] = a4.z, a[4 * q + 3] = a4.w;");
+    open(fmt::format("for (int q = 0; q < {}; ++q)", count / width));
+    line(fmt::format("const float{} v = *(const float{}*)&{}[kk][{} * {} + {} * q];", width, width,
+                     tile, thread, count, width));
+    line(width == 2 ? fmt::format("{}[2 * q] = v.x, {}[2 * q + 1] = v.y;", to, to)
+                    : fmt::format("{0}[4 * q] = v.x, {0}[4 * q + 1] = v.y, {0}[4 * q + 2] = v.z, "
+                                  "{0}[4 * q + 3] = v.w;",
+                                  to));
     close();
-  }
+  };
+  read_row("b", "Bs", "tn", per_thread_p);
+  read_row("a", "As", "ty", per_thread_m);
   line("#pragma unroll");
   open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
   line("#pragma unroll");
@@ -2021,6 +2023,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     }
     return;
   }
+  // Where the element count may not be a multiple of 4, the last group is partial: it loads,
+  // computes and stores element by element, only the elements that exist.
   const bool partial_groups = groups_of_4 && !whole_groups_of_4(s.output);
   if (conv_tiles.size() <= 1) {
     std::string launch = cuda_kernel(name, head, written, items, partial_groups, functions);
@@ -2041,13 +2045,12 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     std::string launch =
         cuda_kernel(t == 0 ? name : fmt::format("{}_{}x{}", name, conv_tiles[t].m, conv_tiles[t].p),
                     head, written, tiles, false, functions);
-    calls += fmt::format("    {}{{\n      const int64_t n = {};\n      {}\n    }}{}",
-                         t == 0 ? "if (" + tiles + " >= " + std::to_string(kConvFullWave) + ") "
-                         : t + 1 < conv_tiles.size()
-                             ? "else if (" + tiles + " >= " + std::to_string(kConvFullWave) + ") "
-                             : "else ",
-                         tiles, launch, t + 1 < conv_tiles.size() ? " " : "\n  }\n");
+    const bool last = t + 1 == conv_tiles.size();
+    calls += fmt::format(
+        "    {}{}{{\n      const int64_t n = {};\n      {}\n    }}\n", t > 0 ? "else " : "",
+        last ? "" : fmt::format("if ({} >= {}) ", tiles, kConvFullWave), tiles, launch);
   }
+  calls += "  }\n";
 }
 
 std::string Writer::cuda_kernel(const std::string& name, const std::string& head, ValueId written,
@@ -2055,7 +2058,6 @@ std::string Writer::cuda_kernel(const std::string& name, const std::string& head
   const bool groups_of_4 = group4_;
   const bool block_items = block_items_;
   const int threads_per_item = block_items ? 256 : warp_rows_ ? 32 : 1;
-  static_assert(kAttentionWarps * 32 == 256);
   std::string body = std::move(out_);
   used_.insert(written);
   Parameters params = parameters(written);
