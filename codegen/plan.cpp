@@ -316,15 +316,16 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   std::set<NodeId> inside_attention;
   for (const auto& a : attention) inside_attention.insert({a.scores, a.softmax});
 
-  // Under --precision, a MatMul or Gemm reading a model input (f32 in the caller's buffer) would
-  // multiply it by 16-bit operands, which no cuBLAS GEMM takes: it reads a copy of the input
-  // instead, rounded to the precision by a copy stage before all others.
+  // Under --precision, a MatMul, Gemm or Conv reading a model input (f32 in the caller's buffer)
+  // would multiply it by 16-bit operands, which no cuBLAS GEMM nor cuDNN convolution takes: it
+  // reads a copy of the input instead, rounded to the precision by a copy stage before all
+  // others.
   std::vector<std::pair<ValueId, ValueId>> conversions;  // (copy at the precision, input)
   if (plan.precision != ir::DType::f32) {
     std::map<ValueId, ValueId> copy_of;
     for (size_t i = 0; i < nodes.size(); ++i) {
       ir::Node& n = g.node(NodeId(i));
-      if (!live[i] || (n.op_type != "MatMul" && n.op_type != "Gemm") ||
+      if (!live[i] || (n.op_type != "MatMul" && n.op_type != "Gemm" && n.op_type != "Conv") ||
           inside_attention.count(NodeId(i)) || attention_of.count(n.outputs[0]))
         continue;
       for (size_t k : {size_t{0}, size_t{1}}) {

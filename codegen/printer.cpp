@@ -358,6 +358,21 @@ class Writer {
   // apply (a depthwise or grouped convolution with few channels per group, f64, symbolic
   // channels). The launch takes the first with at least kConvFullWave tiles, else the last.
   std::vector<ConvTile> conv_gemm_tiles(const Stage& s) const;
+  // Whether CUDA convolution stage `s` may also run through cuDNN (in EQFUSE_CUDNN builds): a
+  // 2-D convolution of whole buffers of one element type cuDNN takes (f32, f16, bf16), with a
+  // static kernel and symmetric padding. Its cuDNN form (cudnn_conv_call) writes the raw
+  // convolution to scratch memory, and a kernel (body_conv_finish) adds the bias and the
+  // epilogue.
+  bool cudnn_conv(const Stage& s) const;
+  std::string body_conv_finish(const Stage& s);
+  // The host code of a convolution stage that may run through cuDNN: `kernels` (the launches
+  // of its generated kernels, writing `p<out>`) in a lambda, and under EQFUSE_CUDNN the
+  // run-time choice between them and cuDNN plus `finish` (kCudnnRuntime).
+  std::string cudnn_conv_call(const Stage& s, size_t index, ValueId written,
+                              const std::string& kernels, const std::string& finish);
+  // An extra parameter of the next kernel cuda_kernel prints, after the buffers: the raw
+  // convolution a finish kernel reads ("" for none).
+  std::string raw_param_;
   // MatMul and Gemm handed to a BLAS where the operands are f32 and their batch dims either
   // match the output's or broadcast whole: the geometry (C expressions), or nullopt.
   struct LibraryGemm {
@@ -423,6 +438,7 @@ class Writer {
  public:
   bool uses_cublas = false;
   bool uses_cblas = false;
+  bool uses_cudnn = false;
   // A CUDA stage assumes its buffers 16-byte aligned (the run checks).
   bool aligned_vectors = false;
 
@@ -1672,6 +1688,98 @@ std::vector<ConvTile> Writer::conv_gemm_tiles(const Stage& s) const {
   return {{32, 64}};
 }
 
+bool Writer::cudnn_conv(const Stage& s) const {
+  if (target_ != Target::Cuda || hosted_ || s.kind != StageKind::Conv) return false;
+  const ir::Node& n = g_.node(s.node);
+  const ValueId x = n.inputs[0], w = n.inputs[1];
+  if (rank(x) != 4 || !plan_.buffer(s.output)) return false;
+  for (ValueId v : {x, w})
+    if (!plan_.buffer(v) || plan_.buffer(v)->slice_of) return false;
+  // The buffers' types: under --precision, f32 values are stored at 16 bits.
+  const DType t = plan_.buffer(s.output)->dtype;
+  if ((t != DType::f32 && t != DType::f16 && t != DType::bf16) || plan_.buffer(x)->dtype != t ||
+      plan_.buffer(w)->dtype != t)
+    return false;
+  const auto& ws = type(w).shape;
+  for (size_t k = 0; k < 4; ++k)
+    if (!ws[k].is_static()) return false;
+  ir::OpContext ctx = ir::make_context(g_, n);
+  // SAME padding of a symbolic image depends on its size; cuDNN takes one fixed padding.
+  const bool fixed_pads = !ctx.has_attr("auto_pad") || ctx.attr_string("auto_pad") == "NOTSET" ||
+                          ctx.attr_string("auto_pad") == "VALID";
+  if (!fixed_pads && !(type(x).shape[2].is_static() && type(x).shape[3].is_static())) return false;
+  for (const auto& axis : window_of(g_, n, {ws[2].value(), ws[3].value()}))
+    if (axis.pad_begin != axis.pad_end) return false;
+  return true;
+}
+
+// The CUDA form after cuDNN: element i of the raw convolution (`raw`, a kernel parameter), plus
+// the bias, stored through the epilogue.
+std::string Writer::body_conv_finish(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ValueId out = s.output;
+  Index idx = decompose_value("i", out);
+  std::string v = "(float)raw[i]";
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    v += " + (float)" + elem(n.inputs[2], Index{idx[1]});
+  store_output(out, "i", idx, v);
+  return numel(out);
+}
+
+std::string Writer::cudnn_conv_call(const Stage& s, size_t index, ValueId written,
+                                    const std::string& kernels, const std::string& finish) {
+  uses_cudnn = true;
+  const ir::Node& n = g_.node(s.node);
+  const ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
+  const auto& ws = type(w).shape;
+  auto win = window_of(g_, n, {ws[2].value(), ws[3].value()});
+  const size_t o = plan_.buffer_of.at(written);
+  const std::string t = storage_type(plan_.buffers[o].dtype);
+  const DType dt = plan_.buffer(out)->dtype;
+  const std::string raw_type = storage_type(dt);
+  // The launches write through the lambda's `out` instead of the stage's buffer, so that the
+  // choice can time both forms on scratch memory (the stage may write in place over a value it
+  // reads).
+  auto redirect = [&](std::string code) {
+    const std::string from = fmt::format("(D, p{}", o);
+    for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at))
+      code.replace(at, from.size(), "(D, out");
+    return code;
+  };
+  auto dims = [&](ValueId v) {
+    return fmt::format("{{(int)({}), (int)({}), (int)({}), (int)({})}}", dim(v, 0), dim(v, 1),
+                       dim(v, 2), dim(v, 3));
+  };
+  const char* cudnn_type = dt == DType::f32   ? "CUDNN_DATA_FLOAT"
+                           : dt == DType::f16 ? "CUDNN_DATA_HALF"
+                                              : "CUDNN_DATA_BFLOAT16";
+  auto indent = [](std::string code) {
+    for (size_t at = code.find('\n'); at != std::string::npos; at = code.find('\n', at + 3))
+      code.insert(at + 1, "  ");
+    return code;
+  };
+  return fmt::format(
+      "  {{  // stage {}: {} '{}' in its kernels, or (EQFUSE_CUDNN) cuDNN and a finish kernel\n"
+      "    {}\n"
+      "    auto kernels = [&]({}* out) -> int {{\n      {}\n      return 0;\n    }};\n"
+      "#if defined(EQFUSE_CUDNN)\n"
+      "    static EqfConvChoices choices;\n"
+      "    const EqfConv conv = {{{}, {}, {}, {{{}, {}}}, {{{}, {}}}, {{{}, {}}}, {}, {}}};\n"
+      "    auto library = [&]({}* out, const EqfConvChoice* c) -> int {{\n"
+      "      void* scratch = eqf_conv_scratch((size_t)({}) * sizeof({}));\n"
+      "      if (!scratch || eqf_cudnn_forward(c, {}, {}, scratch, st)) return -1;\n"
+      "      const {}* raw = (const {}*)scratch;\n"
+      "      {}\n      return 0;\n    }};\n"
+      "    if (eqf_conv_run({}, &choices, conv, (size_t)({}) * sizeof({}), p{}, st, kernels, "
+      "library))\n      return -1;\n"
+      "#else\n    if (kernels(p{})) return -1;\n#endif\n  }}\n",
+      index, n.op_type, g_.value(out).name, record_event(index), t, indent(redirect(kernels)),
+      dims(x), dims(w), dims(out), win[0].pad_begin, win[1].pad_begin, win[0].stride, win[1].stride,
+      win[0].dilation, win[1].dilation, ir::make_context(g_, n).attr_int("group"), cudnn_type, t,
+      numel(out), raw_type, ptr(x), ptr(w), raw_type, raw_type, redirect(finish), index,
+      numel(written), t, o, o);
+}
+
 std::string Writer::body_pool(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   ir::OpContext ctx = ir::make_context(g_, n);
@@ -2026,14 +2134,35 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   // Where the element count may not be a multiple of 4, the last group is partial: it loads,
   // computes and stores element by element, only the elements that exist.
   const bool partial_groups = groups_of_4 && !whole_groups_of_4(s.output);
+  // cuDNN's form of the convolution: its finish kernel (bias, epilogue) after the library call,
+  // printed after the stage's own kernels.
+  const bool cudnn = cudnn_conv(s);
+  auto finish_launch = [&] {
+    begin_body();
+    epilogue_ = epilogue;
+    std::string finish_items = body_conv_finish(s);
+    epilogue_ = nullptr;
+    raw_param_ = buffer_type(s.output);
+    block_items_ = false;  // a thread per element
+    std::string fn;
+    std::string launch = cuda_kernel(name + "_finish", head, written, finish_items, false, fn);
+    functions += "#if defined(EQFUSE_CUDNN)\n" + fn + "#endif\n\n";
+    return fmt::format("{{\n        const int64_t n = {};\n        {}\n      }}", finish_items,
+                       launch);
+  };
   if (conv_tiles.size() <= 1) {
     std::string launch = cuda_kernel(name, head, written, items, partial_groups, functions);
+    if (cudnn) {
+      std::string kernels = fmt::format("const int64_t n = {};\n      {}", items, launch);
+      calls += cudnn_conv_call(s, index, written, kernels, finish_launch());
+      return;
+    }
     calls += fmt::format("  {{\n    {}const int64_t n = {};\n    {}\n  }}\n",
                          library.empty() ? record_event(index) + "\n    " : "", items, launch);
     return;
   }
   // A convolution in the largest tiles that fill the GPU: a kernel for each size of tile.
-  calls += "  {\n    " + record_event(index) + "\n";
+  std::string kernels;
   for (size_t t = 0; t < conv_tiles.size(); ++t) {
     std::string tiles = items;
     if (t > 0) {
@@ -2046,11 +2175,14 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
         cuda_kernel(t == 0 ? name : fmt::format("{}_{}x{}", name, conv_tiles[t].m, conv_tiles[t].p),
                     head, written, tiles, false, functions);
     const bool last = t + 1 == conv_tiles.size();
-    calls += fmt::format(
-        "    {}{}{{\n      const int64_t n = {};\n      {}\n    }}\n", t > 0 ? "else " : "",
-        last ? "" : fmt::format("if ({} >= {}) ", tiles, kConvFullWave), tiles, launch);
+    kernels +=
+        fmt::format("{}{}{{\n      const int64_t n = {};\n      {}\n    }}", t > 0 ? " else " : "",
+                    last ? "" : fmt::format("if ({} >= {}) ", tiles, kConvFullWave), tiles, launch);
   }
-  calls += "  }\n";
+  if (cudnn)
+    calls += cudnn_conv_call(s, index, written, kernels, finish_launch());
+  else
+    calls += "  {\n    " + record_event(index) + "\n    " + kernels + "\n  }\n";
 }
 
 std::string Writer::cuda_kernel(const std::string& name, const std::string& head, ValueId written,
@@ -2061,6 +2193,12 @@ std::string Writer::cuda_kernel(const std::string& name, const std::string& head
   std::string body = std::move(out_);
   used_.insert(written);
   Parameters params = parameters(written);
+  if (!raw_param_.empty()) {
+    params.signature += ", const " + raw_param_ + "* __restrict__ raw";
+    params.args += ", raw";
+    params.addresses += ", &raw";
+    raw_param_.clear();
+  }
   std::string dims = dims_prologue();
   if (groups_of_4) {
     if (partial_groups) dims += "  const int64_t elements = " + items + ";\n";
@@ -2166,6 +2304,197 @@ struct EqfHost {
               int64_t stride_c, int64_t batch);
   void (*record)(void* ctx, int stage);
 };
+
+)";
+
+// The host code of convolutions through cuDNN (printed where a stage may take it; compiled in
+// builds with -DEQFUSE_CUDNN). At the first run of each binding of its shape (not while the
+// stream captures a graph), a convolution stage times cuDNN's fastest algorithm plus its finish
+// kernel against its generated kernels, on scratch memory, and keeps the faster for that shape;
+// EQFUSE_CONV=kernels or =cudnn forces one, EQFUSE_CONV_REPORT=1 prints each choice. f32
+// convolutions take only FMA algorithms (no TF32, as everywhere in eqfuse); f16 and bf16 ones
+// tensor cores, accumulating in f32.
+constexpr const char* kCudnnRuntime = R"(#if defined(EQFUSE_CUDNN)
+#include <cudnn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// A convolution as cuDNN takes it: NCHW shapes of x, w and y, the window, groups, element type.
+struct EqfConv {
+  int x[4], w[4], y[4], pad[2], stride[2], dilation[2], groups;
+  cudnnDataType_t type;
+};
+// One binding's choice: 0 none yet, 1 the generated kernels, 2 cuDNN with `algo`.
+struct EqfConvChoice {
+  EqfConv conv;
+  int state;
+  cudnnTensorDescriptor_t x, y;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t desc;
+  cudnnConvolutionFwdAlgo_t algo;
+  size_t workspace;
+};
+// A stage's choices for up to 8 bindings (then the oldest is replaced).
+struct EqfConvChoices {
+  EqfConvChoice at[8];
+  int next;
+};
+
+static cudnnHandle_t eqf_cudnn(cudaStream_t st) {
+  static cudnnHandle_t h = 0;
+  if (!h && cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) return 0;
+  cudnnSetStream(h, st);
+  return h;
+}
+
+// Device memory that only grows. An outgrown buffer stays allocated: a captured CUDA graph may
+// still name it.
+static void* eqf_grow(void** buffer, size_t* have, size_t bytes) {
+  if (bytes > *have) {
+    void* p = 0;
+    if (cudaMalloc(&p, bytes) != cudaSuccess) return 0;
+    *buffer = p;
+    *have = bytes;
+  }
+  return *buffer;
+}
+// cuDNN's raw output, read by the finish kernels.
+static void* eqf_conv_scratch(size_t bytes) {
+  static void* buffer = 0;
+  static size_t have = 0;
+  return eqf_grow(&buffer, &have, bytes + 1);
+}
+static void* eqf_conv_workspace(size_t bytes) {
+  static void* buffer = 0;
+  static size_t have = 0;
+  return eqf_grow(&buffer, &have, bytes + 1);
+}
+
+// EQFUSE_CONV: 0 time both forms (unset or "auto"), 1 "kernels", 2 "cudnn".
+static int eqf_conv_mode(void) {
+  const char* m = getenv("EQFUSE_CONV");
+  return !m ? 0 : !strcmp(m, "kernels") ? 1 : !strcmp(m, "cudnn") ? 2 : 0;
+}
+
+static void eqf_conv_forget(EqfConvChoice* c) {
+  if (c->x) cudnnDestroyTensorDescriptor(c->x);
+  if (c->y) cudnnDestroyTensorDescriptor(c->y);
+  if (c->w) cudnnDestroyFilterDescriptor(c->w);
+  if (c->desc) cudnnDestroyConvolutionDescriptor(c->desc);
+  memset(c, 0, sizeof *c);
+}
+
+// cuDNN's descriptors of c->conv and its fastest algorithm (f32: of those without tensor cores)
+// that needs at most 1 GiB of workspace; nonzero where there is none.
+static int eqf_cudnn_prepare(EqfConvChoice* c, cudaStream_t st) {
+  const EqfConv* v = &c->conv;
+  cudnnHandle_t h = eqf_cudnn(st);
+  if (!h || cudnnCreateTensorDescriptor(&c->x) || cudnnCreateTensorDescriptor(&c->y) ||
+      cudnnCreateFilterDescriptor(&c->w) || cudnnCreateConvolutionDescriptor(&c->desc))
+    return 1;
+  const int f32 = v->type == CUDNN_DATA_FLOAT;
+  if (cudnnSetTensor4dDescriptor(c->x, CUDNN_TENSOR_NCHW, v->type, v->x[0], v->x[1], v->x[2],
+                                 v->x[3]) ||
+      cudnnSetTensor4dDescriptor(c->y, CUDNN_TENSOR_NCHW, v->type, v->y[0], v->y[1], v->y[2],
+                                 v->y[3]) ||
+      cudnnSetFilter4dDescriptor(c->w, v->type, CUDNN_TENSOR_NCHW, v->w[0], v->w[1], v->w[2],
+                                 v->w[3]) ||
+      cudnnSetConvolution2dDescriptor(c->desc, v->pad[0], v->pad[1], v->stride[0], v->stride[1],
+                                      v->dilation[0], v->dilation[1], CUDNN_CROSS_CORRELATION,
+                                      CUDNN_DATA_FLOAT) ||
+      cudnnSetConvolutionGroupCount(c->desc, v->groups) ||
+      cudnnSetConvolutionMathType(c->desc, f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH))
+    return 1;
+  cudnnConvolutionFwdAlgoPerf_t perf[8];
+  int found = 0;
+  if (cudnnFindConvolutionForwardAlgorithm(h, c->x, c->w, c->desc, c->y, 8, &found, perf))
+    return 1;
+  for (int k = 0; k < found; ++k) {
+    if (perf[k].status != CUDNN_STATUS_SUCCESS || perf[k].memory > ((size_t)1 << 30)) continue;
+    if (f32 && perf[k].mathType != CUDNN_FMA_MATH) continue;
+    if (cudnnSetConvolutionMathType(c->desc, perf[k].mathType)) return 1;
+    c->algo = perf[k].algo;
+    c->workspace = perf[k].memory;
+    return eqf_conv_workspace(c->workspace) ? 0 : 1;
+  }
+  return 1;
+}
+
+static int eqf_cudnn_forward(const EqfConvChoice* c, const void* x, const void* w, void* y,
+                             cudaStream_t st) {
+  const float one = 1.0f, zero = 0.0f;
+  cudnnHandle_t h = eqf_cudnn(st);
+  return !h || cudnnConvolutionForward(h, &one, c->x, x, c->w, w, c->desc, c->algo,
+                                       eqf_conv_workspace(c->workspace), c->workspace, &zero,
+                                       c->y, y) != CUDNN_STATUS_SUCCESS;
+}
+
+// The least time of 3 runs of `run` after a first, in ms; negative where a run fails.
+template <typename F>
+static float eqf_conv_time(F run, cudaStream_t st) {
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  float best = run() == 0 ? 1e30f : -1.0f;
+  for (int r = 0; r < 3 && best > 0; ++r) {
+    cudaEventRecord(a, st);
+    const int failed = run();
+    cudaEventRecord(b, st);
+    cudaEventSynchronize(b);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, a, b);
+    best = failed ? -1.0f : ms < best ? ms : best;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return best;
+}
+
+// Runs convolution stage `stage` in the form chosen for `conv`, choosing first where this
+// binding has no choice yet: `kernels(out)` or `library(out, choice)`.
+template <typename T, typename K, typename L>
+static int eqf_conv_run(int stage, EqfConvChoices* cs, const EqfConv& conv, size_t out_bytes,
+                        T* out, cudaStream_t st, K kernels, L library) {
+  const int mode = eqf_conv_mode();
+  if (mode == 1) return kernels(out);
+  EqfConvChoice* c = 0;
+  for (int k = 0; k < 8 && !c; ++k)
+    if (cs->at[k].state && !memcmp(&cs->at[k].conv, &conv, sizeof conv)) c = &cs->at[k];
+  if (!c) {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(st, &capturing) != cudaSuccess ||
+        capturing != cudaStreamCaptureStatusNone)
+      return kernels(out);  // no choosing inside a graph
+    c = &cs->at[cs->next];
+    cs->next = (cs->next + 1) % 8;
+    eqf_conv_forget(c);
+    c->conv = conv;
+    c->state = 1;
+    float ms_kernels = -1, ms_library = -1;
+    if (eqf_cudnn_prepare(c, st) == 0) {
+      T* trial = 0;
+      if (mode == 2)
+        c->state = 2;
+      else if (cudaMalloc((void**)&trial, out_bytes + 1) == cudaSuccess) {
+        ms_kernels = eqf_conv_time([&] { return kernels(trial); }, st);
+        ms_library = eqf_conv_time([&] { return library(trial, c); }, st);
+        if (ms_library >= 0 && (ms_kernels < 0 || ms_library < ms_kernels)) c->state = 2;
+        cudaFree(trial);
+      }
+    }
+    const char* report = getenv("EQFUSE_CONV_REPORT");
+    if (report && *report && strcmp(report, "0"))
+      fprintf(stderr,
+              "eqfuse: stage %d: conv x %dx%dx%dx%d w %dx%dx%dx%d: cuDNN algo %d %.4f ms, kernels "
+              "%.4f ms -> %s\n",
+              stage, conv.x[0], conv.x[1], conv.x[2], conv.x[3], conv.w[0], conv.w[1], conv.w[2],
+              conv.w[3], c->state == 2 || ms_library >= 0 ? (int)c->algo : -1, ms_library,
+              ms_kernels, c->state == 2 ? "cuDNN" : "kernels");
+  }
+  return c->state == 2 ? library(out, c) : kernels(out);
+}
+#endif
 
 )";
 
@@ -2386,6 +2715,7 @@ HostedCuda print_units(const KernelPlan& plan, Target target, bool hosted) {
         "#include <cublas_v2.h>\n\n// One cuBLAS handle per process, on the run's stream.\n"
         "static cublasHandle_t eqf_cublas(cudaStream_t st) {\n  static cublasHandle_t h = 0;\n"
         "  if (!h) cublasCreate(&h);\n  cublasSetStream(h, st);\n  return h;\n}\n\n";
+  if (w.uses_cudnn && !hosted) text += kCudnnRuntime;
   if (!hosted) text += functions;
 
   std::string dims;

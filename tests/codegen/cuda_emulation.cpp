@@ -20,7 +20,8 @@ namespace eqfuse::testing {
 
 std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
                                           const std::vector<ir::Tensor>& inputs,
-                                          const codegen::PlanOptions& options) {
+                                          const codegen::PlanOptions& options,
+                                          const std::string& conv_form) {
   codegen::KernelPlan plan = codegen::make_plan(graph, options);
   std::string source =
       "#include <cuda_runtime.h>\n" + codegen::print_kernels(plan, codegen::Target::Cuda);
@@ -36,7 +37,8 @@ std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
   std::ofstream(dir / "kernels.cpp") << source;
   const char* cxx = std::getenv("CXX");
   std::string cmd = fmt::format(
-      "'{}' -std=c++17 -O1 -fno-strict-aliasing -fPIC -shared -w -I'{}' -o '{}' '{}' > '{}' 2>&1",
+      "'{}' -std=c++17 -O1 -fno-strict-aliasing -fPIC -shared -w -DEQFUSE_CUDNN -I'{}' -o '{}' "
+      "'{}' > '{}' 2>&1",
       cxx && *cxx ? cxx : "c++", EQFUSE_CUDA_EMULATOR_DIR, (dir / "kernels.so").string(),
       (dir / "kernels.cpp").string(), (dir / "build.log").string());
   if (std::system(cmd.c_str()) != 0) {
@@ -67,6 +69,7 @@ std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
   for (size_t k = 0; k < g.outputs().size(); ++k)
     outputs.emplace_back(g.value(g.outputs()[k]).type.dtype, codegen::output_dims(plan, k, dims));
   for (ir::Tensor& t : outputs) out.push_back(t.raw());
+  ::setenv("EQFUSE_CONV", conv_form.c_str(), 1);
   const int rc = run(dims.data(), in.data(), out.data(), weights.data(), arena.get(), nullptr);
   ::dlclose(handle);
   fs::remove_all(dir);

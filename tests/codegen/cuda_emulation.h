@@ -2,6 +2,7 @@
 // Runs the CUDA source the printer generates for a graph on this CPU, through the emulator in
 // cuda_emulator/ (its header says what it models), so that tests check the CUDA kernels'
 // numerics where there is no GPU.
+#include <string>
 #include <vector>
 
 #include "codegen/plan.h"
@@ -11,10 +12,13 @@
 namespace eqfuse::testing {
 
 // Plans `graph`, prints its CUDA kernels and run function, builds them with the system C++
-// compiler against the emulator and runs them on `inputs`. Error naming the compiler's first
-// lines where the source does not build, or the run's return code where it fails.
+// compiler (with EQFUSE_CUDNN) against the emulator and runs them on `inputs`, convolutions in
+// `conv_form` (EQFUSE_CONV: "kernels", "cudnn", or "auto", which times both and, the emulator's
+// times being zero, keeps the kernels). Error naming the compiler's first lines where the
+// source does not build, or the run's return code where it fails.
 std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
                                           const std::vector<ir::Tensor>& inputs,
-                                          const codegen::PlanOptions& options = {});
+                                          const codegen::PlanOptions& options = {},
+                                          const std::string& conv_form = "kernels");
 
 }  // namespace eqfuse::testing

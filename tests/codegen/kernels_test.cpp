@@ -502,6 +502,70 @@ TEST_CASE("CUDA convolution tiles: each size, channel and k tails, groups, epilo
   check_twin(std::move(big).finish(), {{1, 8, 128, 133}, {40, 8, 3, 3}, {72, 8, 3, 3}});
 }
 
+TEST_CASE("CUDA convolutions through cuDNN: bias, epilogues in place, groups, 16 bits") {
+  // In builds with EQFUSE_CUDNN a convolution stage may run as cuDNN's convolution into scratch
+  // memory and a finish kernel (bias, the merged epilogue), chosen at run time against its own
+  // kernels. The emulator's cuDNN is loops; "cudnn" forces that form, "auto" times both (the
+  // emulator's times are zero, so it keeps the kernels, after running both on scratch memory).
+  GraphBuilder b;
+  auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
+  const Dim n = Dim::symbol("n");
+  ValueId x = b.input("x", DType::f32, {n, Dim(20), Dim(11), Dim(9)});
+  ValueId w = b.weight("w", random_tensor({24, 20, 3, 3}, 3));
+  ValueId bias = b.weight("bias", random_tensor({24}, 4));
+  ValueId wg = b.weight("wg", random_tensor({40, 10, 3, 3}, 5));
+  ValueId wd = b.weight("wd", random_tensor({20, 1, 3, 3}, 6));
+  ValueId wa = b.weight("wa", random_tensor({24, 20, 2, 2}, 7));
+  // The residual is an intermediate the epilogue may overwrite (in place).
+  ValueId res = b.op("Sigmoid", {b.op("Conv", {x, wa}, {{"pads", ints({1, 0, 0, 1})}})});
+  ValueId conv = b.op("Conv", {x, w, bias}, {{"pads", ints({1, 1, 1, 1})}});
+  b.output(b.op("Relu", {b.op("Add", {conv, res})}));
+  b.output(b.op("Conv", {x, wg},
+                {{"group", int64_t{2}},
+                 {"strides", ints({2, 1})},
+                 {"dilations", ints({1, 2})},
+                 {"pads", ints({1, 2, 1, 2})}}));
+  b.output(b.op("Tanh",
+                {b.op("Conv", {x, wd}, {{"group", int64_t{20}}, {"pads", ints({1, 1, 1, 1})}})}));
+  ir::Graph g = std::move(b).finish();
+  std::string cuda = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cuda);
+  // Three convolutions may take cuDNN; the one with asymmetric padding may not.
+  size_t forms = 0;
+  for (size_t at = cuda.find("eqf_conv_run("); at != std::string::npos;
+       at = cuda.find("eqf_conv_run(", at + 1))
+    ++forms;
+  CHECK(forms == 3 + 1);  // the three calls and the helper's definition
+  CHECK(cuda.find("#include <cudnn.h>") != std::string::npos);
+  CHECK(codegen::print_cuda_hosted(codegen::make_plan(g)).host.find("cudnn") == std::string::npos);
+  std::vector<ir::Tensor> inputs = {random_tensor({2, 20, 11, 9}, 11)};
+  std::vector<ir::Tensor> want = ir::Interpreter(g).run(inputs);
+  for (const char* form : {"cudnn", "auto"}) {
+    std::vector<ir::Tensor> got = testing::run_cuda_emulated(g, inputs, {}, form);
+    REQUIRE(got.size() == want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      frontend::Comparison c = frontend::compare_tensors(got[k], want[k], 1e-4, 1e-5);
+      INFO(form << ", output " << k << ": " << c.str());
+      CHECK(c.match);
+    }
+  }
+  // Under --precision the convolutions read a 16-bit copy of the f32 input, and cuDNN takes all
+  // three operands at 16 bits: the same as the twin, up to the finish kernel's second rounding.
+  for (DType precision : {DType::bf16, DType::f16}) {
+    codegen::PlanOptions options;
+    options.precision = precision;
+    auto twin = codegen::CpuModule::build(g, nullptr, {}, options);
+    CHECK(twin->plan().stages.front().source == g.inputs()[0]);
+    std::vector<ir::Tensor> expected = twin->run(inputs);
+    std::vector<ir::Tensor> got = testing::run_cuda_emulated(g, inputs, options, "cudnn");
+    auto [rtol, atol] = codegen::precision_tolerance(precision);
+    for (size_t k = 0; k < got.size(); ++k) {
+      frontend::Comparison c = frontend::compare_tensors(got[k], expected[k], rtol, atol);
+      INFO(ir::dtype_name(precision) << ", output " << k << ": " << c.str());
+      CHECK(c.match);
+    }
+  }
+}
+
 TEST_CASE("matrix product tiles: row blocks of 4, 2 and 1, edge columns, batches, Gemm") {
   // Rows 8, 6 and 5 take blocks of 4, 2 and 1; 37 columns are whole tiles and an edge tile at
   // either vector width.

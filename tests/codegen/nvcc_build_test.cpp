@@ -1,8 +1,9 @@
 // nvcc builds the generated CUDA tree of every shared model (optimized, dims left symbolic) for
 // sm_90a and sm_86 with every warning an error, and the bench program once; and, for models
 // with a MatMul, a convolution and a row reduction, the --precision bf16 tree too (16-bit
-// buffers, cuBLAS GemmEx). Each tree's hosted units (`eqfuse run --backend cuda`) are also built:
-// the kernels with NVRTC for sm_90a, the host code with the system compiler. Skips (exit 77)
+// buffers, cuBLAS GemmEx). The convolutions' cuDNN form is compiled too where the toolkit has
+// cudnn.h (-DEQFUSE_CUDNN). Each tree's hosted units (`eqfuse run --backend cuda`) are also
+// built: the kernels with NVRTC for sm_90a, the host code with the system compiler. Skips (exit 77)
 // where nvcc or ../shared is absent: CI machines have the CUDA toolkit but no GPU, so this is
 // the check CI gives the CUDA-only half of the printer. pointwise_chain's PTX must show 128-bit
 // loads and stores (its pointwise kernel in groups of 4 elements per thread).
@@ -30,9 +31,16 @@ std::string find_nvcc() {
   return "";
 }
 
+// The convolutions' cuDNN form is compiled where the toolkit beside nvcc has cudnn.h.
+std::string cudnn_flag(const std::string& nvcc) {
+  fs::path include = fs::path(nvcc).parent_path().parent_path() / "include" / "cudnn.h";
+  return fs::exists(include) ? "-DEQFUSE_CUDNN " : "";
+}
+
 bool nvcc_compile(const std::string& nvcc, const fs::path& dir, const std::string& file) {
   fs::path log = dir / (file + ".log");
-  std::string cmd = "'" + nvcc + "' -std=c++17 -gencode arch=compute_90a,code=sm_90a " +
+  std::string cmd = "'" + nvcc + "' -std=c++17 " + cudnn_flag(nvcc) +
+                    "-gencode arch=compute_90a,code=sm_90a " +
                     "-gencode arch=compute_86,code=sm_86 -Werror all-warnings " +
                     "-Xcompiler -Wall,-Wextra -c -o '" + (dir / (file + ".o")).string() + "' '" +
                     (dir / file).string() + "' > '" + log.string() + "' 2>&1";
@@ -68,6 +76,8 @@ int main() {
     std::cout << "skipped: shared models not found at " << shared << "\n";
     return 77;
   }
+  std::cout << (cudnn_flag(nvcc).empty() ? "cudnn.h not beside nvcc: convolutions without cuDNN\n"
+                                         : "with cuDNN (-DEQFUSE_CUDNN)\n");
   fs::path work = fs::temp_directory_path() / ("eqfuse-nvcc-test-" + std::to_string(::getpid()));
   int failures = 0, built = 0;
   bool bench_done = false;

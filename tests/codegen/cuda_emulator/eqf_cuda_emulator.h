@@ -10,7 +10,8 @@
 // thread of its block (of its warp) has arrived; a barrier that cannot complete (some threads
 // finished, others wait) aborts with a message, as it would hang or misbehave on a GPU.
 // __shared__ arrays are statics: blocks run one after another. cuBLAS's strided-batched GEMMs
-// are plain loops. The test rewrites each `kernel<<<grid, block, 0, st>>>(args);` into
+// are plain loops, and so are cuDNN's convolutions (cudnn.h); device memory is the host's. The
+// test rewrites each `kernel<<<grid, block, 0, st>>>(args);` into
 // `eqf_emu::launch(block, [&] { kernel(args); });` before compiling (C++ has no launch syntax).
 #include <ucontext.h>
 
@@ -181,5 +182,22 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
   return cudaSuccess;
 }
 inline cudaError_t cudaEventDestroy(cudaEvent_t) {
+  return cudaSuccess;
+}
+inline cudaError_t cudaMalloc(void** p, size_t bytes) {
+  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  return *p ? cudaSuccess : 2;
+}
+template <typename T>
+cudaError_t cudaMalloc(T** p, size_t bytes) {
+  return cudaMalloc(reinterpret_cast<void**>(p), bytes);
+}
+inline cudaError_t cudaFree(void* p) {
+  std::free(p);
+  return cudaSuccess;
+}
+enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1 };
+inline cudaError_t cudaStreamIsCapturing(cudaStream_t, cudaStreamCaptureStatus* status) {
+  *status = cudaStreamCaptureStatusNone;
   return cudaSuccess;
 }

@@ -1,0 +1,157 @@
+#pragma once
+// The emulator's cuDNN: the legacy convolution API generated code calls (kCudnnRuntime in
+// codegen/printer.cpp), as NCHW loops accumulating in double. "Finding" an algorithm offers one,
+// with no workspace. Included after the generated prelude, whose 16-bit conversions it uses.
+#include "eqf_cuda_emulator.h"
+
+enum cudnnStatus_t { CUDNN_STATUS_SUCCESS = 0, CUDNN_STATUS_BAD_PARAM = 3 };
+enum cudnnDataType_t { CUDNN_DATA_FLOAT = 0, CUDNN_DATA_HALF = 2, CUDNN_DATA_BFLOAT16 = 9 };
+enum cudnnTensorFormat_t { CUDNN_TENSOR_NCHW = 0 };
+enum cudnnConvolutionMode_t { CUDNN_CONVOLUTION = 0, CUDNN_CROSS_CORRELATION = 1 };
+enum cudnnMathType_t { CUDNN_DEFAULT_MATH = 0, CUDNN_TENSOR_OP_MATH = 1, CUDNN_FMA_MATH = 3 };
+enum cudnnConvolutionFwdAlgo_t { CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM = 0 };
+
+struct eqf_cudnn_tensor {
+  cudnnDataType_t type;
+  int n, c, h, w;
+};
+struct eqf_cudnn_conv {
+  int pad[2], stride[2], dilation[2], groups = 1;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+typedef struct eqf_cudnn_handle* cudnnHandle_t;
+typedef eqf_cudnn_tensor* cudnnTensorDescriptor_t;
+typedef eqf_cudnn_tensor* cudnnFilterDescriptor_t;
+typedef eqf_cudnn_conv* cudnnConvolutionDescriptor_t;
+struct cudnnConvolutionFwdAlgoPerf_t {
+  cudnnConvolutionFwdAlgo_t algo;
+  cudnnStatus_t status;
+  float time;
+  size_t memory;
+  int determinism;
+  cudnnMathType_t mathType;
+};
+
+inline cudnnStatus_t cudnnCreate(cudnnHandle_t* h) {
+  static int handle;
+  *h = reinterpret_cast<cudnnHandle_t>(&handle);
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnSetStream(cudnnHandle_t, cudaStream_t) {
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t* d) {
+  *d = new eqf_cudnn_tensor();
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t* d) {
+  return cudnnCreateTensorDescriptor(d);
+}
+inline cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t* d) {
+  *d = new eqf_cudnn_conv();
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t d) {
+  delete d;
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t d) {
+  delete d;
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) {
+  delete d;
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorFormat_t,
+                                                cudnnDataType_t t, int n, int c, int h, int w) {
+  *d = {t, n, c, h, w};
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnSetFilter4dDescriptor(cudnnFilterDescriptor_t d, cudnnDataType_t t,
+                                                cudnnTensorFormat_t, int k, int c, int h, int w) {
+  *d = {t, k, c, h, w};
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, int pad_h,
+                                                     int pad_w, int u, int v, int dil_h, int dil_w,
+                                                     cudnnConvolutionMode_t mode, cudnnDataType_t) {
+  if (mode != CUDNN_CROSS_CORRELATION) return CUDNN_STATUS_BAD_PARAM;
+  d->pad[0] = pad_h, d->pad[1] = pad_w, d->stride[0] = u, d->stride[1] = v;
+  d->dilation[0] = dil_h, d->dilation[1] = dil_w;
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnSetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int groups) {
+  d->groups = groups;
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d,
+                                                 cudnnMathType_t math) {
+  d->math = math;
+  return CUDNN_STATUS_SUCCESS;
+}
+inline cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(cudnnHandle_t, cudnnTensorDescriptor_t,
+                                                          cudnnFilterDescriptor_t,
+                                                          cudnnConvolutionDescriptor_t conv,
+                                                          cudnnTensorDescriptor_t, int requested,
+                                                          int* returned,
+                                                          cudnnConvolutionFwdAlgoPerf_t* perf) {
+  *returned = requested > 0;
+  if (requested > 0)
+    perf[0] = {
+        CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, CUDNN_STATUS_SUCCESS, 1.0f, 0, 1, conv->math};
+  return CUDNN_STATUS_SUCCESS;
+}
+
+namespace eqf_emu {
+inline float load(const void* p, cudnnDataType_t t, long long i) {
+  if (t == CUDNN_DATA_FLOAT) return static_cast<const float*>(p)[i];
+  const uint16_t bits = static_cast<const uint16_t*>(p)[i];
+  return t == CUDNN_DATA_BFLOAT16 ? eqf_bits_float(uint32_t(bits) << 16) : eqf_f16_to_float(bits);
+}
+inline void store(void* p, cudnnDataType_t t, long long i, float v) {
+  if (t == CUDNN_DATA_FLOAT)
+    static_cast<float*>(p)[i] = v;
+  else
+    static_cast<uint16_t*>(p)[i] =
+        t == CUDNN_DATA_BFLOAT16 ? eqf_float_to_bf16(v) : eqf_float_to_f16(v);
+}
+}  // namespace eqf_emu
+
+// y = alpha conv(x, w) + beta y, NCHW, cross-correlation with groups.
+inline cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void* alpha,
+                                             cudnnTensorDescriptor_t xd, const void* x,
+                                             cudnnFilterDescriptor_t wd, const void* w,
+                                             cudnnConvolutionDescriptor_t cd,
+                                             cudnnConvolutionFwdAlgo_t, void*, size_t,
+                                             const void* beta, cudnnTensorDescriptor_t yd,
+                                             void* y) {
+  const int groups = cd->groups, cg = xd->c / groups, kg = wd->n / groups;
+  if (wd->c != cg || yd->c != wd->n || yd->n != xd->n || xd->type != wd->type ||
+      yd->type != xd->type)
+    return CUDNN_STATUS_BAD_PARAM;
+  const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
+  for (int n = 0; n < yd->n; ++n)
+    for (int k = 0; k < yd->c; ++k)
+      for (int oh = 0; oh < yd->h; ++oh)
+        for (int ow = 0; ow < yd->w; ++ow) {
+          const int g = k / kg;
+          double sum = 0;
+          for (int c = 0; c < cg; ++c)
+            for (int r = 0; r < wd->h; ++r)
+              for (int s = 0; s < wd->w; ++s) {
+                const int ih = oh * cd->stride[0] - cd->pad[0] + r * cd->dilation[0];
+                const int iw = ow * cd->stride[1] - cd->pad[1] + s * cd->dilation[1];
+                if (ih < 0 || ih >= xd->h || iw < 0 || iw >= xd->w) continue;
+                const long long xi =
+                    ((long long)(n * xd->c + g * cg + c) * xd->h + ih) * xd->w + iw;
+                const long long wi = ((long long)(k * cg + c) * wd->h + r) * wd->w + s;
+                sum +=
+                    double(eqf_emu::load(x, xd->type, xi)) * double(eqf_emu::load(w, wd->type, wi));
+              }
+          const long long yi = ((long long)(n * yd->c + k) * yd->h + oh) * yd->w + ow;
+          const float old = b == 0 ? 0.0f : eqf_emu::load(y, yd->type, yi);
+          eqf_emu::store(y, yd->type, yi, float(a * sum + b * old));
+        }
+  return CUDNN_STATUS_SUCCESS;
+}
