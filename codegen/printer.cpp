@@ -2309,8 +2309,9 @@ struct EqfHost {
 
 // The host code of convolutions through cuDNN (printed where a stage may take it; compiled in
 // builds with -DEQFUSE_CUDNN). At the first run of each binding of its shape (not while the
-// stream captures a graph), a convolution stage times cuDNN's fastest algorithm plus its finish
-// kernel against its generated kernels, on scratch memory, and keeps the faster for that shape;
+// stream captures a graph), a convolution stage times the (up to 3) algorithms cuDNN's
+// heuristics rank best, each plus its finish kernel, against its generated kernels, on scratch
+// memory, and keeps the fastest for that shape;
 // EQFUSE_CONV=kernels or =cudnn forces one, EQFUSE_CONV_REPORT=1 prints each choice. f32
 // convolutions take only FMA algorithms (no TF32, as everywhere in eqfuse); f16 and bf16 ones
 // tensor cores, accumulating in f32.
@@ -2385,14 +2386,16 @@ static void eqf_conv_forget(EqfConvChoice* c) {
   memset(c, 0, sizeof *c);
 }
 
-// cuDNN's descriptors of c->conv and its fastest algorithm (f32: of those without tensor cores)
-// that needs at most 1 GiB of workspace; nonzero where there is none.
-static int eqf_cudnn_prepare(EqfConvChoice* c, cudaStream_t st) {
+// cuDNN's descriptors of c->conv, and in `candidates` the algorithms its heuristics rank best
+// (up to 3; f32: only those without tensor cores) that need at most 1 GiB of workspace; how
+// many there are.
+static int eqf_cudnn_prepare(EqfConvChoice* c, cudnnConvolutionFwdAlgoPerf_t* candidates,
+                             cudaStream_t st) {
   const EqfConv* v = &c->conv;
   cudnnHandle_t h = eqf_cudnn(st);
   if (!h || cudnnCreateTensorDescriptor(&c->x) || cudnnCreateTensorDescriptor(&c->y) ||
       cudnnCreateFilterDescriptor(&c->w) || cudnnCreateConvolutionDescriptor(&c->desc))
-    return 1;
+    return 0;
   const int f32 = v->type == CUDNN_DATA_FLOAT;
   if (cudnnSetTensor4dDescriptor(c->x, CUDNN_TENSOR_NCHW, v->type, v->x[0], v->x[1], v->x[2],
                                  v->x[3]) ||
@@ -2405,20 +2408,25 @@ static int eqf_cudnn_prepare(EqfConvChoice* c, cudaStream_t st) {
                                       CUDNN_DATA_FLOAT) ||
       cudnnSetConvolutionGroupCount(c->desc, v->groups) ||
       cudnnSetConvolutionMathType(c->desc, f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH))
-    return 1;
+    return 0;
   cudnnConvolutionFwdAlgoPerf_t perf[8];
-  int found = 0;
-  if (cudnnFindConvolutionForwardAlgorithm(h, c->x, c->w, c->desc, c->y, 8, &found, perf))
-    return 1;
-  for (int k = 0; k < found; ++k) {
+  int found = 0, kept = 0;
+  if (cudnnGetConvolutionForwardAlgorithm_v7(h, c->x, c->w, c->desc, c->y, 8, &found, perf))
+    return 0;
+  for (int k = 0; k < found && kept < 3; ++k) {
     if (perf[k].status != CUDNN_STATUS_SUCCESS || perf[k].memory > ((size_t)1 << 30)) continue;
     if (f32 && perf[k].mathType != CUDNN_FMA_MATH) continue;
-    if (cudnnSetConvolutionMathType(c->desc, perf[k].mathType)) return 1;
-    c->algo = perf[k].algo;
-    c->workspace = perf[k].memory;
-    return eqf_conv_workspace(c->workspace) ? 0 : 1;
+    if (!eqf_conv_workspace(perf[k].memory)) continue;
+    candidates[kept++] = perf[k];
   }
-  return 1;
+  return kept;
+}
+
+// Makes `perf`'s algorithm the one c runs.
+static int eqf_cudnn_use(EqfConvChoice* c, const cudnnConvolutionFwdAlgoPerf_t* perf) {
+  c->algo = perf->algo;
+  c->workspace = perf->memory;
+  return cudnnSetConvolutionMathType(c->desc, perf->mathType) != CUDNN_STATUS_SUCCESS;
 }
 
 static int eqf_cudnn_forward(const EqfConvChoice* c, const void* x, const void* w, void* y,
@@ -2471,17 +2479,27 @@ static int eqf_conv_run(int stage, EqfConvChoices* cs, const EqfConv& conv, size
     eqf_conv_forget(c);
     c->conv = conv;
     c->state = 1;
+    cudnnConvolutionFwdAlgoPerf_t candidates[3];
+    const int count = eqf_cudnn_prepare(c, candidates, st);
     float ms_kernels = -1, ms_library = -1;
-    if (eqf_cudnn_prepare(c, st) == 0) {
-      T* trial = 0;
-      if (mode == 2)
-        c->state = 2;
-      else if (cudaMalloc((void**)&trial, out_bytes + 1) == cudaSuccess) {
-        ms_kernels = eqf_conv_time([&] { return kernels(trial); }, st);
-        ms_library = eqf_conv_time([&] { return library(trial, c); }, st);
-        if (ms_library >= 0 && (ms_kernels < 0 || ms_library < ms_kernels)) c->state = 2;
-        cudaFree(trial);
+    int fastest = -1;  // cuDNN's fastest algorithm here
+    T* trial = 0;
+    if (count > 0 && mode == 2) {
+      c->state = eqf_cudnn_use(c, &candidates[0]) ? 1 : 2;
+      fastest = (int)candidates[0].algo;
+    } else if (count > 0 && cudaMalloc((void**)&trial, out_bytes + 1) == cudaSuccess) {
+      ms_kernels = eqf_conv_time([&] { return kernels(trial); }, st);
+      int best = -1;
+      for (int k = 0; k < count; ++k) {
+        if (eqf_cudnn_use(c, &candidates[k])) continue;
+        const float ms = eqf_conv_time([&] { return library(trial, c); }, st);
+        if (ms >= 0 && (ms_library < 0 || ms < ms_library)) ms_library = ms, best = k;
       }
+      if (best >= 0) fastest = (int)candidates[best].algo;
+      if (best >= 0 && (ms_kernels < 0 || ms_library < ms_kernels) &&
+          !eqf_cudnn_use(c, &candidates[best]))
+        c->state = 2;
+      cudaFree(trial);
     }
     const char* report = getenv("EQFUSE_CONV_REPORT");
     if (report && *report && strcmp(report, "0"))
@@ -2489,7 +2507,7 @@ static int eqf_conv_run(int stage, EqfConvChoices* cs, const EqfConv& conv, size
               "eqfuse: stage %d: conv x %dx%dx%dx%d w %dx%dx%dx%d: cuDNN algo %d %.4f ms, kernels "
               "%.4f ms -> %s\n",
               stage, conv.x[0], conv.x[1], conv.x[2], conv.x[3], conv.w[0], conv.w[1], conv.w[2],
-              conv.w[3], c->state == 2 || ms_library >= 0 ? (int)c->algo : -1, ms_library,
+              conv.w[3], fastest, ms_library,
               ms_kernels, c->state == 2 ? "cuDNN" : "kernels");
   }
   return c->state == 2 ? library(out, c) : kernels(out);

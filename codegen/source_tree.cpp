@@ -74,6 +74,25 @@ endif()
 find_package(CUDAToolkit REQUIRED)
 add_library(eqfuse_model SHARED kernels.cu)
 target_link_libraries(eqfuse_model PRIVATE CUDA::cublas)
+# Convolutions may also run through cuDNN, where it is found (CUDNN_ROOT, else beside the CUDA
+# toolkit): each then takes the faster of cuDNN and its own kernels, timed at its first run of
+# each shape (EQFUSE_CONV=kernels|cudnn forces one; EQFUSE_CONV_REPORT=1 prints the choices).
+option(EQFUSE_CUDNN "let convolutions use cuDNN where it is faster" ON)
+if(EQFUSE_CUDNN)
+  find_path(CUDNN_INCLUDE_DIR cudnn.h
+            HINTS ${{CUDNN_ROOT}} $ENV{{CUDNN_ROOT}} ${{CUDAToolkit_INCLUDE_DIRS}}
+            PATH_SUFFIXES include)
+  find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9
+               HINTS ${{CUDNN_ROOT}} $ENV{{CUDNN_ROOT}} ${{CUDAToolkit_LIBRARY_DIR}}
+               PATH_SUFFIXES lib lib64)
+  if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)
+    target_compile_definitions(eqfuse_model PRIVATE EQFUSE_CUDNN)
+    target_include_directories(eqfuse_model PRIVATE ${{CUDNN_INCLUDE_DIR}})
+    target_link_libraries(eqfuse_model PRIVATE ${{CUDNN_LIBRARY}})
+  else()
+    message(STATUS "cuDNN not found (set CUDNN_ROOT): convolutions run in eqfuse's kernels only")
+  endif()
+endif()
 add_executable(bench bench.cu)
 target_link_libraries(bench PRIVATE eqfuse_model)
 )",

@@ -49,6 +49,27 @@ def sh(cmd, cwd=None, timeout=240):
 BUILT = {}  # tree -> seconds its nvcc build took (None: it failed)
 
 
+def find_cudnn():
+    """cuDNN's include directory and library: $CUDNN_ROOT, the CUDA toolkit's, or PyTorch's wheel
+    (nvidia-cudnn-*); None where there is none (convolutions then run in eqfuse's kernels)."""
+    roots = [os.environ.get("CUDNN_ROOT", ""), "/usr/local/cuda"]
+    try:
+        import nvidia.cudnn  # the wheel PyTorch depends on
+        roots += list(nvidia.cudnn.__path__)
+    except ImportError:
+        pass
+    for root in filter(None, roots):
+        for lib_dir in ("lib", "lib64"):
+            for name in ("libcudnn.so", "libcudnn.so.9"):
+                lib = os.path.join(root, lib_dir, name)
+                if os.path.exists(os.path.join(root, "include", "cudnn.h")) and os.path.exists(lib):
+                    return os.path.join(root, "include"), lib
+    return None
+
+
+CUDNN = find_cudnn()
+
+
 def build_one(nvcc, arch, tree):
     """nvcc builds the tree's library and bench; returns seconds of the kernels' build or None.
     A tree an earlier part built (for the same arch) is not built again."""
@@ -56,8 +77,13 @@ def build_one(nvcc, arch, tree):
     if os.path.exists(record) and os.path.exists(os.path.join(tree, "bench")):
         with open(record) as f:
             return float(f.read())
+    cudnn = []
+    if CUDNN:  # each convolution then takes the faster of cuDNN and its kernels (kernels.cu)
+        cudnn = ["-DEQFUSE_CUDNN", f"-I{CUDNN[0]}", CUDNN[1], "-Xlinker", "-rpath", "-Xlinker",
+                 os.path.dirname(CUDNN[1])]
     rc, _, err, secs = sh([nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-shared", "-Xcompiler",
-                           "-fPIC", "-o", "libeqfuse_model.so", "kernels.cu", "-lcublas"], cwd=tree)
+                           "-fPIC", "-o", "libeqfuse_model.so", "kernels.cu", "-lcublas"] + cudnn,
+                          cwd=tree)
     if rc != 0:
         print(f"nvcc failed in {tree}:\n{err[-2000:]}", file=sys.stderr)
         return None
@@ -91,12 +117,19 @@ def build(nvcc, arch, tree):
 
 
 def bench(tree, args):
-    rc, out, err, _ = sh(["./bench"] + args, cwd=tree)
+    env = dict(os.environ, EQFUSE_CONV_REPORT="1")
+    p = subprocess.run(["./bench"] + args, cwd=tree, capture_output=True, text=True, timeout=240,
+                       env=env)
+    rc, out, err = p.returncode, p.stdout, p.stderr
     try:
         j = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return {"error": (err or out)[-500:], "rc": rc}
     j["rc"] = rc
+    # Each convolution's choice between cuDNN and eqfuse's kernels, with both times.
+    choices = [line for line in err.splitlines() if line.startswith("eqfuse: stage")]
+    if choices:
+        j["conv_choices"] = choices
     return j
 
 
@@ -228,7 +261,10 @@ def run_part(args):
     deadline = time.time() + PART_SECONDS
     os.makedirs(args.out, exist_ok=True)
     build_all(args.nvcc, args.arch, args.trees)
-    results = {"part": args.part, "device": device_name(), "models": [], "models_bf16": [],
+    print(f"== cuDNN: {CUDNN[1] if CUDNN else 'not found (convolutions in eqfuse kernels only)'}",
+          flush=True)
+    results = {"part": args.part, "device": device_name(), "cudnn": CUDNN and CUDNN[1],
+               "models": [], "models_bf16": [],
                "torch": [], "bandwidth": [], "sweep": [], "skipped": []}
 
     def save():

@@ -110,20 +110,24 @@ TEST_CASE("the C++ twin of every shared model matches its test data, before and 
 TEST_CASE("the CUDA source of shared models, on the CPU emulator, matches their test data") {
   // The optimized graph's CUDA kernels and run function (cuBLAS a loop, each launch one block
   // of fibers; cuda_emulation.h), at the twin's tolerance: the convolution tiles, attention and
-  // warp-row stages at the shapes real models give them. (resnet18 passes too, but takes over
-  // two minutes here.)
-  for (const char* name :
-       {"mlp_block", "attention_block", "bert_tiny", "gpt_tiny", "squeezenet1_1", "mobilenet_v2"}) {
+  // warp-row stages at the shapes real models give them; and the convolution models with every
+  // convolution through cuDNN (the emulator's loops) and its finish kernel. (resnet18 in its
+  // own kernels passes too, but takes over two minutes here.)
+  const std::pair<const char*, const char*> runs[] = {
+      {"mlp_block", "kernels"},   {"attention_block", "kernels"}, {"bert_tiny", "kernels"},
+      {"gpt_tiny", "kernels"},    {"squeezenet1_1", "kernels"},   {"mobilenet_v2", "kernels"},
+      {"squeezenet1_1", "cudnn"}, {"mobilenet_v2", "cudnn"},      {"resnet18", "cudnn"}};
+  for (const auto& [name, form] : runs) {
     fs::path dir = test::shared_dir() / "models" / name;
     if (!fs::exists(dir / "test_data_set_0")) continue;
-    SECTION(name) {
+    SECTION(std::string(name) + ", convolutions in " + form) {
       ir::Graph g = frontend::import_onnx(dir / "model.onnx");
       optimizer::OptimizeOptions opt;
       opt.verify = false;  // the test data check is the verification here
       ir::Graph fused = optimizer::optimize(g, opt).graph;
       frontend::TestDataSet data = frontend::read_test_data_set(dir / "test_data_set_0");
       std::vector<ir::Tensor> outputs =
-          testing::run_cuda_emulated(fused, frontend::bind_inputs(fused, data.inputs));
+          testing::run_cuda_emulated(fused, frontend::bind_inputs(fused, data.inputs), {}, form);
       REQUIRE(outputs.size() == data.outputs.size());
       for (size_t k = 0; k < outputs.size(); ++k) {
         frontend::Comparison c =

@@ -1,7 +1,8 @@
 #pragma once
 // The emulator's cuDNN: the legacy convolution API generated code calls (kCudnnRuntime in
-// codegen/printer.cpp), as NCHW loops accumulating in double. "Finding" an algorithm offers one,
-// with no workspace. Included after the generated prelude, whose 16-bit conversions it uses.
+// codegen/printer.cpp), as NCHW loops accumulating in double. cuDNN's heuristics offer one
+// algorithm, with no workspace. Included after the generated prelude, whose 16-bit conversions it
+// uses.
 #include "eqf_cuda_emulator.h"
 
 enum cudnnStatus_t { CUDNN_STATUS_SUCCESS = 0, CUDNN_STATUS_BAD_PARAM = 3 };
@@ -90,12 +91,12 @@ inline cudnnStatus_t cudnnSetConvolutionMathType(cudnnConvolutionDescriptor_t d,
   d->math = math;
   return CUDNN_STATUS_SUCCESS;
 }
-inline cudnnStatus_t cudnnFindConvolutionForwardAlgorithm(cudnnHandle_t, cudnnTensorDescriptor_t,
-                                                          cudnnFilterDescriptor_t,
-                                                          cudnnConvolutionDescriptor_t conv,
-                                                          cudnnTensorDescriptor_t, int requested,
-                                                          int* returned,
-                                                          cudnnConvolutionFwdAlgoPerf_t* perf) {
+inline cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, cudnnTensorDescriptor_t,
+                                                            cudnnFilterDescriptor_t,
+                                                            cudnnConvolutionDescriptor_t conv,
+                                                            cudnnTensorDescriptor_t, int requested,
+                                                            int* returned,
+                                                            cudnnConvolutionFwdAlgoPerf_t* perf) {
   *returned = requested > 0;
   if (requested > 0)
     perf[0] = {
