@@ -35,7 +35,10 @@
 //                       |                                      | register tiles; the run picks
 //                       |                                      | the largest size with 132
 //                       |                                      | tiles (depthwise: a thread
-//                       |                                      | per output element)
+//                       |                                      | per output element); with
+//                       |                                      | EQFUSE_CUDNN also cuDNN and
+//                       |                                      | a finish kernel, the faster
+//                       |                                      | timed at the first run
 //   tile vectors        | 32 bytes with AVX, else 16 (#if)     | -
 //   math functions      | <math.h>                             | CUDA's device math
 //
@@ -45,7 +48,8 @@
 //
 // Everything outside that table is checked on every CI run by running the C++ twin against the
 // interpreter; the CUDA-only part by building with nvcc, by running the CUDA source on the
-// tests' CPU emulator against the interpreter (tests/codegen/cuda_emulation.h), and by GPU runs.
+// tests' CPU emulator against the interpreter (tests/codegen/cuda_emulation.h; its cuBLAS and
+// cuDNN are loops), and by GPU runs. The hosted units below have no cuDNN form.
 //
 // The generated unit exports a C API (see kernel_api_text()): the arena size for a binding of
 // the dims, and a run function taking the dims, input and output pointers, the weights blob

@@ -19,8 +19,11 @@ results/partN.json, and `--merge` joins the parts into results/gpu.json and one 
   part 4: the other models, f32, as part 1
 
 Each part first builds every tree with nvcc at once (one per core; a tree an earlier part built
-is not built again), runs eqfuse's benches, then PyTorch's jobs in one process
-(torch_bench.py). Times on both sides are medians of CUDA-event-timed runs.
+is not built again), with cuDNN where it finds it (find_cudnn: then each convolution times cuDNN
+against its own kernels at its first run and keeps the faster; the choices and both times are
+recorded, and models with convolutions are timed again with their own kernels only), runs
+eqfuse's benches, then PyTorch's jobs in one process (torch_bench.py). Times on both sides are
+medians of CUDA-event-timed runs.
 
   python3 bench/gpu/run.py --part N [--trees bench/gpu/trees] [--out bench/gpu/results]
   python3 bench/gpu/run.py --merge
@@ -116,8 +119,11 @@ def build(nvcc, arch, tree):
     return BUILT[tree]
 
 
-def bench(tree, args):
+def bench(tree, args, conv=None):
+    """Runs the tree's bench; `conv` forces the convolutions' form (EQFUSE_CONV)."""
     env = dict(os.environ, EQFUSE_CONV_REPORT="1")
+    if conv:
+        env["EQFUSE_CONV"] = conv
     p = subprocess.run(["./bench"] + args, cwd=tree, capture_output=True, text=True, timeout=240,
                        env=env)
     rc, out, err = p.returncode, p.stdout, p.stderr
@@ -218,6 +224,11 @@ def eqfuse_model(trees, nvcc, arch, name, large, record, deadline):
         r[f"b{b}"] = {"generic": gen, "specialized": spec}
         print(f"   b{b}: generic {typical(gen)} ms (graph {gen.get('graph_replay_ms')}), "
               f"specialized {typical(spec)} ms {gen.get('error', '')}", flush=True)
+        if CUDNN and gen.get("conv_choices") and time.time() < deadline:
+            # The same build with every convolution in eqfuse's own kernels, for the ratio.
+            own = bench(tree, batch_dim(tree, b) + ["--runs", "50", "--seed", "2"], "kernels")
+            r[f"b{b}"]["conv_kernels_only"] = own
+            print(f"   b{b}: convolutions in eqfuse kernels only {typical(own)} ms", flush=True)
     record(r)
 
 

@@ -36,10 +36,12 @@
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
-struct float2 {
+// Aligned as CUDA aligns them: the tests build the emulated source with
+// -fsanitize=alignment, so that a vector access at a misaligned address fails here as on a GPU.
+struct alignas(8) float2 {
   float x, y;
 };
-struct float4 {
+struct alignas(16) float4 {
   float x, y, z, w;
 };
 
