@@ -37,8 +37,8 @@ std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
   std::ofstream(dir / "kernels.cpp") << source;
   const char* cxx = std::getenv("CXX");
   std::string cmd = fmt::format(
-      "'{}' -std=c++17 -O1 -fno-strict-aliasing -fPIC -shared -w -DEQFUSE_CUDNN -fsanitize=alignment -fno-sanitize-recover=alignment -I'{}' -o '{}' "
-      "'{}' > '{}' 2>&1",
+      "'{}' -std=c++17 -O1 -fno-strict-aliasing -fPIC -shared -w -DEQFUSE_CUDNN "
+      "-fsanitize=alignment -fno-sanitize-recover=alignment -I'{}' -o '{}' '{}' > '{}' 2>&1",
       cxx && *cxx ? cxx : "c++", EQFUSE_CUDA_EMULATOR_DIR, (dir / "kernels.so").string(),
       (dir / "kernels.cpp").string(), (dir / "build.log").string());
   if (std::system(cmd.c_str()) != 0) {
