@@ -2314,7 +2314,8 @@ struct EqfHost {
 // memory, and keeps the fastest for that shape;
 // EQFUSE_CONV=kernels or =cudnn forces one, EQFUSE_CONV_REPORT=1 prints each choice. f32
 // convolutions take only FMA algorithms (no TF32, as everywhere in eqfuse); f16 and bf16 ones
-// tensor cores, accumulating in f32.
+// tensor cores, accumulating in f32. The cuDNN handle, its workspace and the scratch memory are
+// the process's, as the cuBLAS handle is: one run at a time.
 constexpr const char* kCudnnRuntime = R"(#if defined(EQFUSE_CUDNN)
 #include <cudnn.h>
 #include <stdio.h>
