@@ -18,10 +18,9 @@ namespace fs = std::filesystem;
 
 namespace eqfuse::testing {
 
-std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
-                                          const std::vector<ir::Tensor>& inputs,
-                                          const codegen::PlanOptions& options,
-                                          const std::string& conv_form) {
+std::vector<std::vector<ir::Tensor>> run_cuda_emulated_sets(
+    const ir::Graph& graph, const std::vector<std::vector<ir::Tensor>>& input_sets,
+    const codegen::PlanOptions& options, const std::string& conv_form) {
   codegen::KernelPlan plan = codegen::make_plan(graph, options);
   std::string source =
       "#include <cuda_runtime.h>\n" + codegen::print_kernels(plan, codegen::Target::Cuda);
@@ -55,26 +54,39 @@ std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
   auto run = reinterpret_cast<Run>(::dlsym(handle, "eqfuse_run"));
   auto arena_bytes = reinterpret_cast<ArenaBytes>(::dlsym(handle, "eqfuse_arena_bytes"));
   if (!run || !arena_bytes) throw Error("cuda emulation: no eqfuse_run", Error::Kind::Internal);
-  std::vector<int64_t> dims = codegen::bind_dims(plan, inputs);
-  const int64_t align = codegen::kBufferAlignment;
-  const size_t bytes = size_t((arena_bytes(dims.data()) + align - 1) / align * align);
-  std::unique_ptr<void, decltype(&std::free)> arena(
-      bytes ? std::aligned_alloc(size_t(align), bytes) : nullptr, &std::free);
-  std::vector<unsigned char> weights = codegen::weights_blob(plan);
-  std::vector<const void*> in;
-  for (const ir::Tensor& t : inputs) in.push_back(t.raw());
-  std::vector<ir::Tensor> outputs;
-  std::vector<void*> out;
-  const ir::Graph& g = plan.graph;
-  for (size_t k = 0; k < g.outputs().size(); ++k)
-    outputs.emplace_back(g.value(g.outputs()[k]).type.dtype, codegen::output_dims(plan, k, dims));
-  for (ir::Tensor& t : outputs) out.push_back(t.raw());
   ::setenv("EQFUSE_CONV", conv_form.c_str(), 1);
-  const int rc = run(dims.data(), in.data(), out.data(), weights.data(), arena.get(), nullptr);
+  std::vector<unsigned char> weights = codegen::weights_blob(plan);
+  const ir::Graph& g = plan.graph;
+  std::vector<std::vector<ir::Tensor>> results;
+  int rc = 0;
+  for (const std::vector<ir::Tensor>& inputs : input_sets) {
+    std::vector<int64_t> dims = codegen::bind_dims(plan, inputs);
+    const int64_t align = codegen::kBufferAlignment;
+    const size_t bytes = size_t((arena_bytes(dims.data()) + align - 1) / align * align);
+    std::unique_ptr<void, decltype(&std::free)> arena(
+        bytes ? std::aligned_alloc(size_t(align), bytes) : nullptr, &std::free);
+    std::vector<const void*> in;
+    for (const ir::Tensor& t : inputs) in.push_back(t.raw());
+    std::vector<ir::Tensor> outputs;
+    std::vector<void*> out;
+    for (size_t k = 0; k < g.outputs().size(); ++k)
+      outputs.emplace_back(g.value(g.outputs()[k]).type.dtype, codegen::output_dims(plan, k, dims));
+    for (ir::Tensor& t : outputs) out.push_back(t.raw());
+    rc = run(dims.data(), in.data(), out.data(), weights.data(), arena.get(), nullptr);
+    if (rc != 0) break;
+    results.push_back(std::move(outputs));
+  }
   ::dlclose(handle);
   fs::remove_all(dir);
   if (rc != 0) throw Error(fmt::format("cuda emulation: the run returned {}", rc));
-  return outputs;
+  return results;
+}
+
+std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
+                                          const std::vector<ir::Tensor>& inputs,
+                                          const codegen::PlanOptions& options,
+                                          const std::string& conv_form) {
+  return run_cuda_emulated_sets(graph, {inputs}, options, conv_form).front();
 }
 
 }  // namespace eqfuse::testing

@@ -20,5 +20,9 @@ std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
                                           const std::vector<ir::Tensor>& inputs,
                                           const codegen::PlanOptions& options = {},
                                           const std::string& conv_form = "kernels");
+// The same build run on each input set in turn (one process, as a caller binding new dims).
+std::vector<std::vector<ir::Tensor>> run_cuda_emulated_sets(
+    const ir::Graph& graph, const std::vector<std::vector<ir::Tensor>>& input_sets,
+    const codegen::PlanOptions& options = {}, const std::string& conv_form = "kernels");
 
 }  // namespace eqfuse::testing
