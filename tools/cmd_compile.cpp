@@ -7,6 +7,7 @@
 // 3 an op code generation cannot compute (named).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -150,6 +151,14 @@ int run_compile(const CompileArgs& a) {
   std::cout << fmt::format("build: cmake -S {} -B {}/build && cmake --build {}/build\n", a.out,
                            a.out, a.out);
   std::cout << fmt::format("check: (cd {} && build/bench --test-data TEST_DATA_DIR)\n", a.out);
+  const bool convolutions = std::any_of(plan.stages.begin(), plan.stages.end(), [](const auto& s) {
+    return s.kind == codegen::StageKind::Conv;
+  });
+  if (a.target == "cuda" && convolutions)
+    std::cout
+        << "cuDNN: found by CMake beside the CUDA toolkit or at -DCUDNN_ROOT=DIR, "
+           "convolutions take the faster of cuDNN and their own kernels at their first run "
+           "(EQFUSE_CONV=kernels|cudnn forces one, EQFUSE_CONV_REPORT=1 prints the choices)\n";
   return 0;
 }
 
