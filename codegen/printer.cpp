@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <functional>
-
+#include <cctype>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <regex>
 #include <set>
@@ -1742,8 +1742,9 @@ std::string Writer::cudnn_conv_call(const Stage& s, size_t index, ValueId writte
   // reads).
   auto redirect = [&](std::string code) {
     const std::string from = fmt::format("(D, p{}", o);
-    for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at))
-      code.replace(at, from.size(), "(D, out");
+    for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at + 1))
+      if (at + from.size() < code.size() && !std::isdigit(code[at + from.size()]))  // not p{o}7
+        code.replace(at, from.size(), "(D, out");
     return code;
   };
   auto dims = [&](ValueId v) {
