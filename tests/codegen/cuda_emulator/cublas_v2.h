@@ -1,8 +1,8 @@
 #pragma once
 // The emulator's cuBLAS: the strided-batched GEMMs generated code calls, as column-major loops
-// accumulating in double. Included after the generated prelude, whose 16-bit conversions it
-// uses for GemmEx's f16 and bf16 operands.
+// accumulating in double.
 #include "eqf_cuda_emulator.h"
+#include "eqf_elements.h"
 
 typedef struct eqf_cublas* cublasHandle_t;
 enum cublasStatus_t { CUBLAS_STATUS_SUCCESS = 0 };
@@ -20,16 +20,14 @@ inline cublasStatus_t cublasSetStream(cublasHandle_t, cudaStream_t) {
 }
 
 namespace eqf_emu {
+inline Element element(cudaDataType t) {
+  return t == CUDA_R_32F ? Element::f32 : t == CUDA_R_16F ? Element::f16 : Element::bf16;
+}
 inline float load(const void* p, cudaDataType t, long long i) {
-  if (t == CUDA_R_32F) return static_cast<const float*>(p)[i];
-  const uint16_t bits = static_cast<const uint16_t*>(p)[i];
-  return t == CUDA_R_16BF ? eqf_bits_float(uint32_t(bits) << 16) : eqf_f16_to_float(bits);
+  return load(p, element(t), i);
 }
 inline void store(void* p, cudaDataType t, long long i, float v) {
-  if (t == CUDA_R_32F)
-    static_cast<float*>(p)[i] = v;
-  else
-    static_cast<uint16_t*>(p)[i] = t == CUDA_R_16BF ? eqf_float_to_bf16(v) : eqf_float_to_f16(v);
+  store(p, element(t), i, v);
 }
 // C = alpha op(A) op(B) + beta C, column-major, `batch` times at the given strides.
 inline cublasStatus_t gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,

@@ -1,9 +1,9 @@
 #pragma once
 // The emulator's cuDNN: the legacy convolution API generated code calls (kCudnnRuntime in
-// codegen/printer.cpp), as NCHW loops accumulating in double. cuDNN's heuristics offer one
-// algorithm, with no workspace. Included after the generated prelude, whose 16-bit conversions it
-// uses.
+// codegen/printer.cpp), as NCHW loops accumulating in double. Its heuristics offer one
+// algorithm, with no workspace.
 #include "eqf_cuda_emulator.h"
+#include "eqf_elements.h"
 
 enum cudnnStatus_t { CUDNN_STATUS_SUCCESS = 0, CUDNN_STATUS_BAD_PARAM = 3 };
 enum cudnnDataType_t { CUDNN_DATA_FLOAT = 0, CUDNN_DATA_HALF = 2, CUDNN_DATA_BFLOAT16 = 9 };
@@ -105,17 +105,8 @@ inline cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(cudnnHandle_t, cudnn
 }
 
 namespace eqf_emu {
-inline float load(const void* p, cudnnDataType_t t, long long i) {
-  if (t == CUDNN_DATA_FLOAT) return static_cast<const float*>(p)[i];
-  const uint16_t bits = static_cast<const uint16_t*>(p)[i];
-  return t == CUDNN_DATA_BFLOAT16 ? eqf_bits_float(uint32_t(bits) << 16) : eqf_f16_to_float(bits);
-}
-inline void store(void* p, cudnnDataType_t t, long long i, float v) {
-  if (t == CUDNN_DATA_FLOAT)
-    static_cast<float*>(p)[i] = v;
-  else
-    static_cast<uint16_t*>(p)[i] =
-        t == CUDNN_DATA_BFLOAT16 ? eqf_float_to_bf16(v) : eqf_float_to_f16(v);
+inline Element element(cudnnDataType_t t) {
+  return t == CUDNN_DATA_FLOAT ? Element::f32 : t == CUDNN_DATA_HALF ? Element::f16 : Element::bf16;
 }
 }  // namespace eqf_emu
 
@@ -132,6 +123,7 @@ inline cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void* alpha,
       yd->type != xd->type)
     return CUDNN_STATUS_BAD_PARAM;
   const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
+  const eqf_emu::Element type = eqf_emu::element(xd->type);
   for (int n = 0; n < yd->n; ++n)
     for (int k = 0; k < yd->c; ++k)
       for (int oh = 0; oh < yd->h; ++oh)
@@ -147,12 +139,11 @@ inline cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t, const void* alpha,
                 const long long xi =
                     ((long long)(n * xd->c + g * cg + c) * xd->h + ih) * xd->w + iw;
                 const long long wi = ((long long)(k * cg + c) * wd->h + r) * wd->w + s;
-                sum +=
-                    double(eqf_emu::load(x, xd->type, xi)) * double(eqf_emu::load(w, wd->type, wi));
+                sum += double(eqf_emu::load(x, type, xi)) * double(eqf_emu::load(w, type, wi));
               }
           const long long yi = ((long long)(n * yd->c + k) * yd->h + oh) * yd->w + ow;
-          const float old = b == 0 ? 0.0f : eqf_emu::load(y, yd->type, yi);
-          eqf_emu::store(y, yd->type, yi, float(a * sum + b * old));
+          const float old = b == 0 ? 0.0f : eqf_emu::load(y, type, yi);
+          eqf_emu::store(y, type, yi, float(a * sum + b * old));
         }
   return CUDNN_STATUS_SUCCESS;
 }
