@@ -5,6 +5,8 @@
 #include "eqf_cuda_emulator.h"
 #include "eqf_elements.h"
 
+#include <new>
+
 enum cudnnStatus_t { CUDNN_STATUS_SUCCESS = 0, CUDNN_STATUS_BAD_PARAM = 3 };
 enum cudnnDataType_t { CUDNN_DATA_FLOAT = 0, CUDNN_DATA_HALF = 2, CUDNN_DATA_BFLOAT16 = 9 };
 enum cudnnTensorFormat_t { CUDNN_TENSOR_NCHW = 0 };
@@ -41,27 +43,28 @@ inline cudnnStatus_t cudnnCreate(cudnnHandle_t* h) {
 inline cudnnStatus_t cudnnSetStream(cudnnHandle_t, cudaStream_t) {
   return CUDNN_STATUS_SUCCESS;
 }
+// Descriptors live in the emulator's heap: generated code keeps them as long as the process.
 inline cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t* d) {
-  *d = new eqf_cudnn_tensor();
+  *d = new (eqf_emu::heap.allocate(sizeof(eqf_cudnn_tensor), 16)) eqf_cudnn_tensor();
   return CUDNN_STATUS_SUCCESS;
 }
 inline cudnnStatus_t cudnnCreateFilterDescriptor(cudnnFilterDescriptor_t* d) {
   return cudnnCreateTensorDescriptor(d);
 }
 inline cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t* d) {
-  *d = new eqf_cudnn_conv();
+  *d = new (eqf_emu::heap.allocate(sizeof(eqf_cudnn_conv), 16)) eqf_cudnn_conv();
   return CUDNN_STATUS_SUCCESS;
 }
 inline cudnnStatus_t cudnnDestroyTensorDescriptor(cudnnTensorDescriptor_t d) {
-  delete d;
+  eqf_emu::heap.release(d);
   return CUDNN_STATUS_SUCCESS;
 }
 inline cudnnStatus_t cudnnDestroyFilterDescriptor(cudnnFilterDescriptor_t d) {
-  delete d;
+  eqf_emu::heap.release(d);
   return CUDNN_STATUS_SUCCESS;
 }
 inline cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) {
-  delete d;
+  eqf_emu::heap.release(d);
   return CUDNN_STATUS_SUCCESS;
 }
 inline cudnnStatus_t cudnnSetTensor4dDescriptor(cudnnTensorDescriptor_t d, cudnnTensorFormat_t,

