@@ -422,6 +422,19 @@ def merge(args):
                       f"{torch_ms.get((m['model'], b, 'cudagraphs', 'f32'))} | "
                       f"{torch_ms.get((m['model'], b, 'compile', 'f32'))} | "
                       f"{tc[0].get('first_call_s') if tc else None} | {ok} |")
+    conv_rows = [(m, b, m[f"b{b}"]) for part in merged["parts"] for m in part["models"]
+                 for b in sorted({1, m["large_batch"]})
+                 if isinstance(m.get(f"b{b}"), dict) and "conv_kernels_only" in m[f"b{b}"]]
+    if conv_rows:
+        print("\n| model | batch | eqfuse ms (each conv its faster form) | own conv kernels only ms "
+              "| ratio | convs on cuDNN |")
+        print("|---|---|---|---|---|---|")
+        for m, b, r in conv_rows:
+            both, own = typical(r["generic"]), typical(r["conv_kernels_only"])
+            choices = r["generic"].get("conv_choices", [])
+            picked = sum(line.endswith("-> cuDNN") for line in choices)
+            ratio = f"{own / both:.2f}x" if both and own else "-"
+            print(f"| {m['model']} | {b} | {both} | {own} | {ratio} | {picked} of {len(choices)} |")
     print()
     print("| model (bf16) | batch | eqfuse ms | eqfuse graph ms | eager ms | torch.compile ms "
           "| max-autotune ms | numerics |")
