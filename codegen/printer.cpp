@@ -2313,10 +2313,10 @@ struct EqfHost {
 // stream captures a graph), a convolution stage times the (up to 3) algorithms cuDNN's
 // heuristics rank best, each plus its finish kernel, against its generated kernels, on scratch
 // memory, and keeps the fastest for that shape;
-// EQFUSE_CONV=kernels or =cudnn forces one, EQFUSE_CONV_REPORT=1 prints each choice. f32
-// convolutions take only FMA algorithms (no TF32, as everywhere in eqfuse); f16 and bf16 ones
-// tensor cores, accumulating in f32. The cuDNN handle, its workspace and the scratch memory are
-// the process's, as the cuBLAS handle is: one run at a time.
+// EQFUSE_CONV=kernels or =cudnn (read once per process) forces one, EQFUSE_CONV_REPORT=1 prints
+// each choice. f32 convolutions take only FMA algorithms (no TF32, as everywhere in eqfuse); f16
+// and bf16 ones tensor cores, accumulating in f32. The cuDNN handle, its workspace and the scratch
+// memory are the process's, as the cuBLAS handle is: one run at a time.
 constexpr const char* kCudnnRuntime = R"(#if defined(EQFUSE_CUDNN)
 #include <cudnn.h>
 #include <stdio.h>
@@ -2447,7 +2447,7 @@ static float eqf_conv_time(F run, cudaStream_t st) {
   cudaEventCreate(&a);
   cudaEventCreate(&b);
   float best = run() == 0 ? 1e30f : -1.0f;
-  for (int r = 0; r < 3 && best > 0; ++r) {
+  for (int r = 0; r < 3 && best >= 0; ++r) {
     cudaEventRecord(a, st);
     const int failed = run();
     cudaEventRecord(b, st);
@@ -2466,7 +2466,7 @@ static float eqf_conv_time(F run, cudaStream_t st) {
 template <typename T, typename K, typename L>
 static int eqf_conv_run(int stage, EqfConvChoices* cs, const EqfConv& conv, size_t out_bytes,
                         T* out, cudaStream_t st, K kernels, L library) {
-  const int mode = eqf_conv_mode();
+  static const int mode = eqf_conv_mode();  // read once per process
   if (mode == 1) return kernels(out);
   EqfConvChoice* c = 0;
   for (int k = 0; k < 8 && !c; ++k)

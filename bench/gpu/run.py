@@ -43,9 +43,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PART_SECONDS = int(os.environ.get("EQFUSE_PART_SECONDS", "280"))
 
 
-def sh(cmd, cwd=None, timeout=240):
+def sh(cmd, cwd=None, timeout=240, env=None):
     t0 = time.time()
-    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     return p.returncode, p.stdout, p.stderr, time.time() - t0
 
 
@@ -124,9 +124,7 @@ def bench(tree, args, conv=None):
     env = dict(os.environ, EQFUSE_CONV_REPORT="1")
     if conv:
         env["EQFUSE_CONV"] = conv
-    p = subprocess.run(["./bench"] + args, cwd=tree, capture_output=True, text=True, timeout=240,
-                       env=env)
-    rc, out, err = p.returncode, p.stdout, p.stderr
+    rc, out, err, _ = sh(["./bench"] + args, cwd=tree, env=env)
     try:
         j = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):

@@ -212,10 +212,6 @@ inline cudaError_t cudaMalloc(void** p, size_t bytes) {
   *p = eqf_emu::heap.allocate(bytes, 256);
   return *p ? cudaSuccess : 2;
 }
-template <typename T>
-cudaError_t cudaMalloc(T** p, size_t bytes) {
-  return cudaMalloc(reinterpret_cast<void**>(p), bytes);
-}
 inline cudaError_t cudaFree(void* p) {
   eqf_emu::heap.release(p);
   return cudaSuccess;
