@@ -175,6 +175,25 @@ __device__ __forceinline__ double eqf_warp_max(double v) {
   for (int o = 16; o > 0; o >>= 1) v = eqf_max(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+// Block-wide combines for rows a whole block of 8 warps takes (every thread gets the result, in
+// the same order of operations): each warp's, then the 8 in shared memory. Every thread of the
+// block must call them; the second barrier lets the next call reuse the partials.
+#define EQF_BLOCK_COMBINE(name, T, warp, op)                 \
+  __device__ __forceinline__ T eqf_block_##name(T v) {       \
+    __shared__ T part[8];                                    \
+    v = warp(v);                                             \
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v; \
+    __syncthreads();                                         \
+    v = part[0];                                             \
+    for (int w = 1; w < 8; ++w) v = op(v, part[w]);          \
+    __syncthreads();                                         \
+    return v;                                                \
+  }
+EQF_BLOCK_COMBINE(sum, float, eqf_warp_sum, eqf_add)
+EQF_BLOCK_COMBINE(sum, double, eqf_warp_sum, eqf_add)
+EQF_BLOCK_COMBINE(max, float, eqf_warp_max, eqf_max)
+EQF_BLOCK_COMBINE(max, double, eqf_warp_max, eqf_max)
+#undef EQF_BLOCK_COMBINE
 #endif
 )eqf";
 }

@@ -84,6 +84,10 @@ std::string iadd(const std::string& a, const std::string& b) {
 constexpr int kTileAccumulators = 8;  // vector accumulators per tile (of 16 registers)
 constexpr int kAttentionWarps = 8;    // CUDA attention: query rows per item, a warp each
 static_assert(kAttentionWarps * 32 == 256, "an attention item is one block of the launch's 256");
+// CUDA attention on tensor cores (body_attention_mma): each of an item's 8 warps takes 16 query
+// rows; the keys come in blocks of kMmaKeys; Q's depth and V's width, padded to whole steps of
+// 16, are at most kMmaMaxHead (so that a warp's fragments stay in registers).
+constexpr int64_t kMmaKeys = 64, kMmaMaxHead = 128;
 // CUDA convolution tiles (body_conv_gemm): output channels by pixels, in slices of kConvTileK
 // k staged in shared memory. A convolution runs in the largest of its tiles of which there
 // are at least kConvFullWave (one per SM of an H200), so that small batches still fill the GPU.
@@ -282,31 +286,41 @@ class Writer {
 
   // Row loops of Softmax and LayerNorm: serial on the CPU; on CUDA a warp takes a row, its
   // lanes stride along it and combine their partial results with shuffles.
+  // A static row longer than kMaxCachedRow takes a whole block (block_rows_): its 256 threads
+  // stride the row, and combine by warp shuffles, then across the 8 warps in shared memory.
   bool warp_rows_ = false;
+  bool block_rows_ = false;
+  int row_stride() const { return block_rows_ ? 256 : 32; }
   std::string row_loop(const std::string& j, const std::string& extent) const {
-    return warp_rows_ ? fmt::format("for (int64_t {} = lane; {} < {}; {} += 32)", j, j, extent, j)
-                      : fmt::format("for (int64_t {} = 0; {} < {}; ++{})", j, j, extent, j);
+    if (!warp_rows_) return fmt::format("for (int64_t {} = 0; {} < {}; ++{})", j, j, extent, j);
+    return fmt::format("for (int64_t {} = {}; {} < {}; {} += {})", j,
+                       block_rows_ ? "threadIdx.x" : "lane", j, extent, j, row_stride());
   }
   void row_combine(const char* how, const std::string& var) {
-    if (warp_rows_) line(fmt::format("{} = eqf_warp_{}({});", var, how, var));
+    if (warp_rows_)
+      line(fmt::format("{} = eqf_{}_{}({});", var, block_rows_ ? "block" : "warp", how, var));
   }
   // A row a warp reads more than once (Softmax, LayerNorm) is read from memory once where its
   // extent is static and at most kMaxCachedRow: each lane keeps its elements (lane, lane + 32,
   // ...) in registers, `cache` (an array of `chunks`), so that the later passes over the row
-  // read those instead of memory. `open_row` opens a pass (j the element's index in the row),
+  // read those instead of memory; a block's row, where it is at most kMaxBlockRow, likewise
+  // (thread t keeps t, t + 256, ...). `open_row` opens a pass (j the element's index in the row),
   // `close_row` closes it.
   struct RowPasses {
     std::string j, extent, cache;
     int64_t chunks = 0;  // 0: not cached
     std::string chunk;   // the pass's loop counter where cached
   };
-  static constexpr int64_t kMaxCachedRow = 1024;
-  // `static_extent`: the row's element count where it is static.
+  static constexpr int64_t kMaxCachedRow = 1024, kMaxBlockRow = 8192;
+  // `static_extent`: the row's element count where it is static. Decides block_rows_.
   RowPasses row_passes(const std::string& j, const std::string& extent,
                        std::optional<int64_t> static_extent, const std::string& ct) {
     RowPasses p{j, extent, "", 0, ""};
-    if (warp_rows_ && static_extent && *static_extent <= kMaxCachedRow) {
-      p.chunks = (*static_extent + 31) / 32;
+    if (warp_rows_ && static_extent && *static_extent > kMaxCachedRow)
+      block_rows_ = block_items_ = true;
+    if (warp_rows_ && static_extent &&
+        *static_extent <= (block_rows_ ? kMaxBlockRow : kMaxCachedRow)) {
+      p.chunks = (*static_extent + row_stride() - 1) / row_stride();
       p.cache = fresh("row");
       line(fmt::format("{} {}[{}];", ct, p.cache, p.chunks));
     }
@@ -317,7 +331,8 @@ class Writer {
     p.chunk = fresh("c");
     line("#pragma unroll");
     open(fmt::format("for (int {} = 0; {} < {}; ++{})", p.chunk, p.chunk, p.chunks, p.chunk));
-    line(fmt::format("const int64_t {} = lane + {} * 32;", p.j, p.chunk));
+    line(fmt::format("const int64_t {} = {} + {} * {};", p.j, block_rows_ ? "threadIdx.x" : "lane",
+                     p.chunk, row_stride()));
     open(fmt::format("if ({} < {})", p.j, p.extent));
   }
   void close_row(const RowPasses& p) {
@@ -349,6 +364,18 @@ class Writer {
   std::string body_softmax(const Stage& s);
   std::string body_layernorm(const Stage& s);
   std::string body_attention(const Stage& s);
+  // The 16-bit type a CUDA attention stage multiplies in on tensor cores, if it does.
+  std::optional<DType> attention_mma_type(const Stage& s) const;
+  // The body of an item of such a stage `s` whose first query row is `r0`: `load(x, row, col)`
+  // reads Q, K or V as float, `logit(row, key, dot)` is the Softmax's input given Q·K's
+  // element, and `store(row, col)` is the output's element as an lvalue.
+  void body_attention_mma(
+      const Stage& s, DType type, const std::string& r0, const std::string& rows,
+      const std::string& keys, int64_t depth, int64_t width,
+      const std::function<std::string(ValueId, const std::string&, const std::string&)>& load,
+      const std::function<std::string(const std::string&, const std::string&, const std::string&)>&
+          logit,
+      const std::function<std::string(const Index&)>& store);
   std::string body_matmul_element(const Stage& s);
   std::string body_matmul_rows(const Stage& s);
   std::string body_conv(const Stage& s);
@@ -439,6 +466,7 @@ class Writer {
   bool uses_cublas = false;
   bool uses_cblas = false;
   bool uses_cudnn = false;
+  bool uses_mma = false;  // kMmaHelpers
   // A CUDA stage assumes its buffers 16-byte aligned (the run checks).
   bool aligned_vectors = false;
 
@@ -976,7 +1004,9 @@ std::string Writer::body_attention(const Stage& s) {
   const ValueId out = s.output, q = qk.inputs[0], k = qk.inputs[1], v = pv.inputs[1];
   const ValueId scores = qk.outputs[0], logits = sm.inputs[0];
   const bool cuda = target_ == Target::Cuda;
-  const int tile_rows = cuda ? kAttentionWarps : 32, block = cuda ? 32 : 64;
+  const std::optional<DType> mma = attention_mma_type(s);
+  const int tile_rows = mma ? 16 * kAttentionWarps : cuda ? kAttentionWarps : 32;
+  const int block = cuda ? 32 : 64;
   const size_t r = rank(out);
   const ir::Dim& queries = type(out).shape[r - 2];
   // Items: the output's batch dims, then tiles of query rows.
@@ -1088,6 +1118,14 @@ std::string Writer::body_attention(const Stage& s) {
     close();
     return items;
   }
+  if (mma) {
+    body_attention_mma(s, *mma, r0, rows, keys, depth, width, load, logit, [&](const Index& tail) {
+      Index at = batch;
+      at.insert(at.end(), tail.begin(), tail.end());
+      return store_ref(out, linear(out, at), at);
+    });
+    return items;
+  }
   // CUDA: a block per item, warp `warp` takes query row r0 + warp.
   const int per_lane = int((width + 31) / 32);
   std::string row = fresh("row"), sq = fresh("sq"), sk = fresh("sk"), sv = fresh("sv"),
@@ -1168,6 +1206,227 @@ std::string Writer::body_attention(const Stage& s) {
   close();
   line("__syncthreads();  // the next item's rows overwrite the shared tiles");
   return items;
+}
+
+std::optional<DType> Writer::attention_mma_type(const Stage& s) const {
+  if (target_ != Target::Cuda || s.kind != StageKind::Attention) return std::nullopt;
+  const ir::Node& qk = g_.node(s.attention->scores);
+  const ValueId q = qk.inputs[0], k = qk.inputs[1], v = g_.node(s.node).inputs[1];
+  if (type(q).shape[rank(q) - 1].value() > kMmaMaxHead ||
+      type(v).shape[rank(v) - 1].value() > kMmaMaxHead)
+    return std::nullopt;
+  // Under --precision the operands are rounded to it where they are loaded, as they would be
+  // where stored; a model of 16-bit operands multiplies in their type.
+  if (plan_.precision != DType::f32) return plan_.precision;
+  const DType t = type(q).dtype;
+  if ((t != DType::bf16 && t != DType::f16) || type(k).dtype != t || type(v).dtype != t)
+    return std::nullopt;
+  return t;
+}
+
+// softmax(S)·V on tensor cores (FlashAttention-2's loop), for 16-bit Q, K and V: an item is
+// 128 query rows, 16 for each of the block's 8 warps. Each warp keeps its rows of Q as the A
+// fragments of mma.m16n8k16 (loaded once per item), and per block of kMmaKeys keys, which the
+// block's threads put in shared memory as 16-bit pairs (K by pairs of depths, V by pairs of
+// keys: the B fragments' pairs), computes its 16 x 64 scores S = Q·K in f32 accumulators, puts
+// each through the logit's pointwise work, folds the block into each row's running maximum and
+// sum, rescales its output accumulators, and multiplies P (S's accumulators rounded to 16 bits,
+// already laid out as A fragments) by V into them. Rows and columns past the extents, and
+// depths and widths padded to whole steps of 16, are zeros in the fragments, keys past the end
+// -INFINITY in S. A lane holds rows g and g + 8 of its warp's 16 (g = lane / 4), so a row's
+// maximum and sum combine over the lane's group of 4 by shuffles.
+void Writer::body_attention_mma(
+    const Stage& s, DType type, const std::string& r0, const std::string& rows,
+    const std::string& keys, int64_t depth, int64_t width,
+    const std::function<std::string(ValueId, const std::string&, const std::string&)>& load,
+    const std::function<std::string(const std::string&, const std::string&, const std::string&)>&
+        logit,
+    const std::function<std::string(const Index&)>& store) {
+  uses_mma = true;
+  const ir::Node& qk = g_.node(s.attention->scores);
+  const ValueId q = qk.inputs[0], k = qk.inputs[1], v = g_.node(s.node).inputs[1];
+  const std::string half = type == DType::bf16 ? "bf16" : "f16";
+  const int64_t dp = (depth + 15) / 16 * 16, wp = (width + 15) / 16 * 16;
+  const int64_t k_row = dp / 2 + 4, v_row = wp + 8;  // padded: lanes read distinct banks
+  const int64_t steps = dp / 16, tiles = kMmaKeys / 8, out_tiles = wp / 8;
+  auto pack = [&](const std::string& lo, const std::string& hi) {
+    return fmt::format("eqf_pack_{}({}, {})", half, lo, hi);
+  };
+  // `x` = the element at (row, col) where `valid`, else 0 (the loads print inside the branch).
+  auto guarded = [&](const std::string& x, const std::string& valid, ValueId from,
+                     const std::string& row, const std::string& col) {
+    line(fmt::format("float {} = 0;", x));
+    open(fmt::format("if ({})", valid));
+    line(fmt::format("{} = {};", x, load(from, row, col)));
+    close();
+  };
+  std::string g = fresh("g"), tg = fresh("tg"), rw = fresh("rw"), active = fresh("active"),
+              sk = fresh("sk"), sv = fresh("sv"), qa = fresh("qa"), o = fresh("o"), m = fresh("m"),
+              l = fresh("l"), j0 = fresh("j"), nb = fresh("nb"), e = fresh("e");
+  line(fmt::format("const int {} = lane >> 2, {} = lane & 3;", g, tg));
+  line(fmt::format("const int64_t {} = {} + warp * 16;  // the warp's first row", rw, r0));
+  line(fmt::format("const bool {} = {} < {};  // the same for the warp's lanes", active, rw, rows));
+  line(fmt::format("__shared__ uint32_t {}[{}][{}], {}[{}][{}];", sk, kMmaKeys, k_row, sv,
+                   kMmaKeys / 2, v_row));
+  line(fmt::format("uint32_t {}[{}][4];", qa, steps));
+  line(fmt::format("float {}[{}][4], {}[2] = {{-INFINITY, -INFINITY}}, {}[2] = {{0, 0}};", o,
+                   out_tiles, m, l));
+  line("#pragma unroll");
+  line(fmt::format("for (int u = 0; u < {}; ++u) {}[u][0] = {}[u][1] = {}[u][2] = {}[u][3] = 0;",
+                   out_tiles, o, o, o, o));
+  // Q's A fragments: register i of step ks holds row g + 8 (i & 1), depths 2 tg + 8 (i >> 1)
+  // and one more, of the step's 16.
+  open(fmt::format("if ({})", active));
+  line("#pragma unroll");
+  open(fmt::format("for (int ks = 0; ks < {}; ++ks)", steps));
+  line("#pragma unroll");
+  open("for (int i = 0; i < 4; ++i)");
+  std::string row = fresh("row"), col = fresh("col"), lo = fresh("lo"), hi = fresh("hi");
+  line(
+      fmt::format("const int64_t {} = {} + {} + 8 * (i & 1), {} = ks * 16 + 2 * {} + 8 * (i >> 1);",
+                  row, rw, g, col, tg));
+  guarded(lo, fmt::format("{} < {} && {} < {}", row, rows, col, depth), q, row, col);
+  guarded(hi, fmt::format("{} < {} && {} + 1 < {}", row, rows, col, depth), q, row,
+          "(" + col + " + 1)");
+  line(fmt::format("{}[ks][i] = {};", qa, pack(lo, hi)));
+  close();
+  close();
+  close();
+  open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", j0, j0, keys, j0, kMmaKeys));
+  line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", nb, keys, j0, kMmaKeys, keys,
+                   j0, kMmaKeys));
+  line("__syncthreads();  // the previous block's tiles are used up");
+  // K's block by key and pair of depths; consecutive threads take consecutive depths of a key.
+  {
+    std::string jj = fresh("jj"), pd = fresh("pd"), key = "(" + j0 + " + " + jj + ")";
+    open(fmt::format("for (int {} = threadIdx.x; {} < {}; {} += blockDim.x)", e, e,
+                     kMmaKeys * dp / 2, e));
+    line(fmt::format("const int {} = {} / {}, {} = 2 * ({} % {});", jj, e, dp / 2, pd, e, dp / 2));
+    lo = fresh("lo"), hi = fresh("hi");
+    guarded(lo, fmt::format("{} < {} && {} < {}", jj, nb, pd, depth), k, pd, key);
+    guarded(hi, fmt::format("{} < {} && {} + 1 < {}", jj, nb, pd, depth), k, "(" + pd + " + 1)",
+            key);
+    line(fmt::format("{}[{}][{} / 2] = {};", sk, jj, pd, pack(lo, hi)));
+    close();
+  }
+  // V's block by pair of keys and width; consecutive threads take consecutive widths.
+  {
+    std::string pj = fresh("pj"), w = fresh("w");
+    open(fmt::format("for (int {} = threadIdx.x; {} < {}; {} += blockDim.x)", e, e,
+                     kMmaKeys / 2 * wp, e));
+    line(fmt::format("const int {} = 2 * ({} / {}), {} = {} % {};", pj, e, wp, w, e, wp));
+    lo = fresh("lo"), hi = fresh("hi");
+    guarded(lo, fmt::format("{} < {} && {} < {}", pj, nb, w, width), v, "(" + j0 + " + " + pj + ")",
+            w);
+    guarded(hi, fmt::format("{} + 1 < {} && {} < {}", pj, nb, w, width), v,
+            "(" + j0 + " + " + pj + " + 1)", w);
+    line(fmt::format("{}[{} / 2][{}] = {};", sv, pj, w, pack(lo, hi)));
+    close();
+  }
+  line("__syncthreads();");
+  open(fmt::format("if ({})", active));
+  // S = Q·K: n-tile nt holds keys 8 nt + 2 tg + (i & 1) of rows g + 8 (i >> 1).
+  std::string sc = fresh("s"), mx = fresh("mx"), alpha = fresh("alpha"), pa = fresh("pa");
+  line(fmt::format("float {}[{}][4];", sc, tiles));
+  line("#pragma unroll");
+  open(fmt::format("for (int nt = 0; nt < {}; ++nt)", tiles));
+  line(fmt::format("{}[nt][0] = {}[nt][1] = {}[nt][2] = {}[nt][3] = 0;", sc, sc, sc, sc));
+  line("#pragma unroll");
+  open(fmt::format("for (int ks = 0; ks < {}; ++ks)", steps));
+  line(fmt::format(
+      "const uint32_t b[2] = {{{}[nt * 8 + {}][ks * 8 + {}], {}[nt * 8 + {}][ks * 8 + 4 "
+      "+ {}]}};",
+      sk, g, tg, sk, g, tg));
+  line(fmt::format("eqf_mma_{}({}[nt], {}[ks], b);", half, sc, qa));
+  close();
+  close();
+  // The logits, and each row's maximum over the block.
+  line(fmt::format("float {}[2] = {{{}[0], {}[1]}};", mx, m, m));
+  line("#pragma unroll");
+  open(fmt::format("for (int nt = 0; nt < {}; ++nt)", tiles));
+  line("#pragma unroll");
+  open("for (int i = 0; i < 4; ++i)");
+  row = fresh("row");
+  std::string key = fresh("key"), x = fresh("x");
+  line(
+      fmt::format("const int64_t {} = {} + {} + 8 * (i >> 1), {} = {} + nt * 8 + 2 * {} + (i & 1);",
+                  row, rw, g, key, j0, tg));
+  line(fmt::format("float {} = -INFINITY;", x));
+  open(fmt::format("if ({} < {} && {} < {})", row, rows, key, keys));
+  line(fmt::format("{} = (float){};", x, logit(row, key, sc + "[nt][i]")));
+  close();
+  line(fmt::format("{}[nt][i] = {};", sc, x));
+  line(fmt::format("{}[i >> 1] = eqf_max({}[i >> 1], {});", mx, mx, x));
+  close();
+  close();
+  line(fmt::format("float {}[2];", alpha));
+  line("#pragma unroll");
+  open("for (int h = 0; h < 2; ++h)");
+  line(fmt::format("{}[h] = eqf_max({}[h], __shfl_xor_sync(0xffffffffu, {}[h], 1));", mx, mx, mx));
+  line(fmt::format("{}[h] = eqf_max({}[h], __shfl_xor_sync(0xffffffffu, {}[h], 2));", mx, mx, mx));
+  line(
+      fmt::format("{}[h] = {}[h] == -INFINITY ? 1.0f : eqf_exp({}[h] - {}[h]);", alpha, mx, m, mx));
+  line(fmt::format("{}[h] = {}[h];", m, mx));
+  line(fmt::format("{}[h] *= {}[h];", l, alpha));
+  close();
+  line("#pragma unroll");
+  open(fmt::format("for (int u = 0; u < {}; ++u)", out_tiles));
+  line("#pragma unroll");
+  line(fmt::format("for (int i = 0; i < 4; ++i) {}[u][i] *= {}[i >> 1];", o, alpha));
+  close();
+  // P, rounded to 16 bits, as A fragments: step ks's registers are n-tiles 2 ks (registers 0,
+  // 1) and 2 ks + 1 (registers 2, 3), rows g and g + 8. The sums add what P·V multiplies.
+  line(fmt::format("uint32_t {}[{}][4];", pa, tiles / 2));
+  line("#pragma unroll");
+  open(fmt::format("for (int nt = 0; nt < {}; ++nt)", tiles));
+  line("#pragma unroll");
+  open("for (int h = 0; h < 2; ++h)");
+  std::string p0 = fresh("p"), p1 = fresh("p");
+  line(fmt::format("const eqf_{} {} = {}[h] == -INFINITY ? 0.0f : eqf_exp({}[nt][2 * h] - {}[h]);",
+                   half, p0, m, sc, m));
+  line(fmt::format(
+      "const eqf_{} {} = {}[h] == -INFINITY ? 0.0f : eqf_exp({}[nt][2 * h + 1] - {}[h]);", half, p1,
+      m, sc, m));
+  line(fmt::format("{}[h] += (float){} + (float){};", l, p0, p1));
+  line(fmt::format("{}[nt >> 1][(nt & 1) * 2 + h] = (uint32_t){}.bits | (uint32_t){}.bits << 16;",
+                   pa, p0, p1));
+  close();
+  close();
+  // O += P·V: n-tile u holds widths 8 u + 2 tg + (i & 1).
+  line("#pragma unroll");
+  open(fmt::format("for (int ks = 0; ks < {}; ++ks)", tiles / 2));
+  line("#pragma unroll");
+  open(fmt::format("for (int u = 0; u < {}; ++u)", out_tiles));
+  line(fmt::format(
+      "const uint32_t b[2] = {{{}[ks * 8 + {}][u * 8 + {}], {}[ks * 8 + 4 + {}][u * 8 + "
+      "{}]}};",
+      sv, tg, g, sv, tg, g));
+  line(fmt::format("eqf_mma_{}({}[u], {}[ks], b);", half, o, pa));
+  close();
+  close();
+  close();  // active
+  close();  // key blocks
+  open(fmt::format("if ({})", active));
+  line("#pragma unroll");
+  open("for (int h = 0; h < 2; ++h)");
+  line(fmt::format("{}[h] += __shfl_xor_sync(0xffffffffu, {}[h], 1);", l, l));
+  line(fmt::format("{}[h] += __shfl_xor_sync(0xffffffffu, {}[h], 2);", l, l));
+  line(fmt::format("{}[h] = 1.0f / {}[h];", l, l));
+  close();
+  line("#pragma unroll");
+  open(fmt::format("for (int u = 0; u < {}; ++u)", out_tiles));
+  line("#pragma unroll");
+  open("for (int i = 0; i < 4; ++i)");
+  row = fresh("row");
+  col = fresh("col");
+  line(fmt::format("const int64_t {} = {} + {} + 8 * (i >> 1), {} = u * 8 + 2 * {} + (i & 1);", row,
+                   rw, g, col, tg));
+  open(fmt::format("if ({} < {} && {} < {})", row, rows, col, width));
+  line(fmt::format("{} = {}[u][i] * {}[i >> 1];", store({row, col}), o, l));
+  close();
+  close();
+  close();
+  close();
 }
 
 // MatMul and Gemm operand geometry: element (m, k) of A and (k, n) of B at an output index.
@@ -2012,6 +2271,7 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   bool rows_form = false;
   warp_rows_ =
       target_ == Target::Cuda && (s.kind == StageKind::Softmax || s.kind == StageKind::LayerNorm);
+  block_rows_ = false;  // row_passes decides
   // A thread block per item (its threads share tiles in shared memory).
   const std::vector<ConvTile> conv_tiles = conv_gemm_tiles(s);
   block_items_ = target_ == Target::Cuda && (s.kind == StageKind::Attention || !conv_tiles.empty());
@@ -2292,6 +2552,42 @@ std::string Writer::cuda_kernel(const std::string& name, const std::string& head
     return launch;
   }
 }
+
+// Tensor cores for 16-bit attention (body_attention_mma): D += A·B for one warp, mma.sync's
+// m16n8k16 shape with f32 accumulators; A (16 x 16) and B (16 x 8) hold two 16-bit elements per
+// register, the lower index in the low half, laid out across the lanes as PTX's ISA states for
+// that shape. The CPU emulator of the tests (EQF_CUDA_EMULATOR) computes the same product from
+// those layouts.
+constexpr const char* kMmaHelpers = R"eqf(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "eqfuse: 16-bit attention uses mma.sync.m16n8k16 (sm_80 or newer)"
+#endif
+__device__ __forceinline__ uint32_t eqf_pack_bf16(float lo, float hi) {
+  return (uint32_t)eqf_float_to_bf16(lo) | (uint32_t)eqf_float_to_bf16(hi) << 16;
+}
+__device__ __forceinline__ uint32_t eqf_pack_f16(float lo, float hi) {
+  return (uint32_t)eqf_float_to_f16(lo) | (uint32_t)eqf_float_to_f16(hi) << 16;
+}
+#if defined(EQF_CUDA_EMULATOR)
+#define eqf_mma_bf16(d, a, b) eqf_emu::mma_m16n8k16(d, a, b, false)
+#define eqf_mma_f16(d, a, b) eqf_emu::mma_m16n8k16(d, a, b, true)
+#else
+__device__ __forceinline__ void eqf_mma_bf16(float* d, const uint32_t* a, const uint32_t* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ __forceinline__ void eqf_mma_f16(float* d, const uint32_t* a, const uint32_t* b) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
+
+)eqf";
 
 // The table through which hosted CUDA host code reaches the GPU: codegen::EqfHost
 // (codegen/cuda_backend.h), which says what each entry does; the two must agree.
@@ -2725,6 +3021,7 @@ HostedCuda print_units(const KernelPlan& plan, Target target, bool hosted) {
   Writer w(plan, target, hosted);
   std::string functions, calls;
   for (size_t i = 0; i < plan.stages.size(); ++i) w.stage(i, functions, calls);
+  if (w.uses_mma) functions = kMmaHelpers + functions;
   if (hosted) {
     units.device = header + prelude_text() + "\n" + dims_struct(plan) + functions;
     text += kHostTable;

@@ -27,7 +27,11 @@
 //                       | max/sum rescale the row of sums over | memory (__syncthreads), a
 //                       | V (online softmax)                   | lane's score is its key's,
 //                       |                                      | shuffles combine and share
-//                       |                                      | out V's row
+//                       |                                      | out V's row; 16-bit Q, K, V
+//                       |                                      | (--precision): tensor cores,
+//                       |                                      | mma.sync m16n8k16, 16 rows
+//                       |                                      | a warp, 64-key blocks, S and
+//                       |                                      | the output in registers
 //   2-D Conv            | one item per block of up to 8 output | an implicit GEMM: a thread
 //                       | channels of one output row, register | block per tile of 128, 64 or
 //                       | tiles of one vector along the row    | 32 channels by 64 pixels,

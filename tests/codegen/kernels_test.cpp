@@ -4,6 +4,7 @@
 // convolution and pooling. Tolerance: rtol 1e-4, atol 1e-5 (the twin computes in float where
 // the interpreter uses double).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <optional>
@@ -215,7 +216,9 @@ TEST_CASE("layout ops fold into indexing: reshape, slice, concat, expand, gather
 }
 
 TEST_CASE("row reductions: softmax, layer norm, reduce mean, residual + layernorm") {
-  for (int64_t cols : {1, 13, 33}) {
+  // On CUDA rows of 1, 13 and 33 take a warp each; 3001 and 9001 a block (3001 kept in
+  // registers, 12 elements a thread; 9001 read in each pass).
+  for (int64_t cols : {1, 13, 33, 3001, 9001}) {
     GraphBuilder b;
     ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(cols)});
     ValueId r = b.input("r", DType::f32, {Dim::symbol("n"), Dim(cols)});
@@ -253,12 +256,14 @@ TEST_CASE(
   ValueId y = b.input("y", DType::f32, {Dim::symbol("n"), Dim::symbol("m")});
   ValueId z = b.input("z", DType::f32, {Dim::symbol("n")});
   ValueId w = b.input("w", DType::f32, {Dim::symbol("n"), Dim(8)});
+  ValueId v = b.input("v", DType::f32, {Dim::symbol("n"), Dim(3001)});
   b.output(b.op("Softmax", {x}, {{"axis", int64_t{-1}}}));  // stage 0: a static row of 33
   b.output(b.op("Softmax", {y}, {{"axis", int64_t{-1}}}));  // stage 1: a row of run-time extent
   b.output(b.op("Exp", {z}));                               // stage 2: n elements, any n
   b.output(b.op("Exp", {w}));                               // stage 3: a multiple of 8
+  b.output(b.op("Softmax", {v}, {{"axis", int64_t{-1}}}));  // stage 4: a block's row of 3001
   codegen::KernelPlan plan = codegen::make_plan(std::move(b).finish());
-  REQUIRE(plan.stages.size() == 4);
+  REQUIRE(plan.stages.size() == 5);
   const std::string cuda = codegen::print_kernels(plan, codegen::Target::Cuda);
   // 33 elements: two per lane, kept in registers; x is read from memory in the first pass only.
   const std::string cached = stage_text(cuda, 0);
@@ -270,6 +275,14 @@ TEST_CASE(
   CHECK(count(any_n, "float4") > 0);
   CHECK(count(whole, "elements") == 0);
   CHECK(count(whole, "float4") > 0);
+  // 3001 elements: a block per row, 12 a thread in registers, read once; two block combines.
+  const std::string block_row = stage_text(cuda, 4);
+  CHECK(count(block_row, "[12];") == 1);
+  CHECK(count(block_row, "p" + std::to_string(plan.buffer_of.at(plan.graph.inputs()[4])) + "[") ==
+        1);
+  CHECK(count(block_row, "eqf_block_max(") == 1);
+  CHECK(count(block_row, "eqf_block_sum(") == 1);
+  CHECK(count(cached, "eqf_block_") == 0);
 }
 
 TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with transB") {
@@ -348,6 +361,69 @@ TEST_CASE("attention with and without a mask") {
           {2, 3, queries, 8}, {2, 3, 67, 8}, {2, 3, 67, 5}, {queries, 67}};
       check_twin(g, dims);
       check_twin(g, dims, separate);
+    }
+  }
+}
+
+TEST_CASE("CUDA attention on tensor cores at 16 bits: masks, partial tiles, padded heads") {
+  // Under --precision, CUDA attention multiplies on tensor cores (mma.sync m16n8k16; the
+  // emulator computes it from PTX's fragment layouts): items of 128 query rows, blocks of 64
+  // keys, depths and widths padded to steps of 16. 37 queries leave warps idle; 150 are a whole
+  // and a partial item; 67 and 130 keys end in partial blocks (of 3 and 2); depth 8 and width 5
+  // pad to 16, depth 40 and width 24 to 48 and 32.
+  struct Shape {
+    int64_t queries, keys, depth, width;
+  };
+  for (Shape shape : {Shape{37, 67, 8, 5}, Shape{150, 130, 40, 24}}) {
+    for (const char* mask : {"none", "additive", "causal"}) {
+      INFO("mask " << mask << ", " << shape.queries << " queries, " << shape.keys << " keys");
+      GraphBuilder b;
+      const Dim n = Dim::symbol("n");
+      ValueId q = b.input("q", DType::f32, {n, Dim(2), Dim(shape.queries), Dim(shape.depth)});
+      ValueId k = b.input("k", DType::f32, {n, Dim(2), Dim(shape.keys), Dim(shape.depth)});
+      ValueId v = b.input("v", DType::f32, {n, Dim(2), Dim(shape.keys), Dim(shape.width)});
+      ValueId m = b.input("mask", DType::f32, {Dim(shape.queries), Dim(shape.keys)});
+      ValueId scale = b.constant(ir::Tensor::from_vector<float>(
+          DType::f32, {}, {float(1 / std::sqrt(double(shape.depth)))}));
+      ValueId minus_inf = b.constant(ir::Tensor::from_vector<float>(
+          DType::f32, {}, {-std::numeric_limits<float>::infinity()}));
+      ValueId zero = b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {0.0f}));
+      const std::string scores = "(Mul (MatMul ?0 (Transpose :perm (0 1 3 2) ?1)) ?2)";
+      ValueId out;
+      if (std::string(mask) == "none")
+        out = kernel(b, "(MatMul (Softmax :axis -1 " + scores + ") ?3)", {q, k, scale, v});
+      else if (std::string(mask) == "additive")
+        out = kernel(b, "(MatMul (Softmax :axis -1 (Add " + scores + " ?3)) ?4)",
+                     {q, k, scale, m, v});
+      else
+        out = kernel(b,
+                     "(MatMul (Softmax :axis -1 (Where (Less ?0 ?1) ?2 (Mul (MatMul ?3 (Transpose "
+                     ":perm (0 1 3 2) ?4)) ?5))) ?6)",
+                     {m, zero, minus_inf, q, k, scale, v});
+      b.output(out);
+      ir::Graph g = std::move(b).finish();
+      CHECK(codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cuda).find("eqf_mma_") ==
+            std::string::npos);  // f32: CUDA cores
+      std::vector<ir::Tensor> inputs = {random_tensor({2, 2, shape.queries, shape.depth}, 1),
+                                        random_tensor({2, 2, shape.keys, shape.depth}, 2),
+                                        random_tensor({2, 2, shape.keys, shape.width}, 3),
+                                        random_tensor({shape.queries, shape.keys}, 4)};
+      for (DType precision : {DType::bf16, DType::f16}) {
+        codegen::PlanOptions options;
+        options.precision = precision;
+        codegen::KernelPlan plan = codegen::make_plan(g, options);
+        const std::string mma = "eqf_mma_" + std::string(ir::dtype_name(precision)) + "(";
+        CHECK(codegen::print_kernels(plan, codegen::Target::Cuda).find(mma) != std::string::npos);
+        // Against the twin at the same precision (f32 arithmetic on the f32 inputs): Q, K, V
+        // and P are rounded to 16 bits on the tensor cores, within the precision's tolerance.
+        std::vector<ir::Tensor> want =
+            codegen::CpuModule::build(g, nullptr, {}, options)->run(inputs);
+        std::vector<ir::Tensor> got = testing::run_cuda_emulated(g, inputs, options);
+        auto [rtol, atol] = codegen::precision_tolerance(precision);
+        frontend::Comparison c = frontend::compare_tensors(got[0], want[0], rtol, atol);
+        INFO(ir::dtype_name(precision) << ": " << c.str());
+        CHECK(c.match);
+      }
     }
   }
 }

@@ -6,8 +6,8 @@
 //
 // A launch runs one block of `block` threads (gridDim.x == 1; every generated kernel walks its
 // items in grid-stride loops, so one block covers them all) as fibers on the calling thread.
-// A fiber runs until it reaches __syncthreads() or a warp shuffle and waits there until every
-// thread of its block (of its warp) has arrived; a barrier that cannot complete (some threads
+// A fiber runs until it reaches __syncthreads(), a warp shuffle or a tensor-core product
+// (mma_m16n8k16) and waits there until every thread of its block (of its warp) has arrived; a barrier that cannot complete (some threads
 // finished, others wait) aborts with a message, as it would hang or misbehave on a GPU.
 // __shared__ arrays are statics: blocks run one after another. cuBLAS's strided-batched GEMMs
 // are plain loops, and so are cuDNN's convolutions (cudnn.h); device memory is the host's. The
@@ -24,8 +24,9 @@
 #include <vector>
 
 // The generated prelude defines its warp reductions for CUDA only (after the system headers
-// above, which must not see this).
+// above, which must not see this); its tensor-core products call mma_m16n8k16 below.
 #define __CUDACC__ 1
+#define EQF_CUDA_EMULATOR 1
 #define __global__
 #define __device__
 #define __host__
@@ -145,6 +146,53 @@ T shuffle(T v, int from_lane) {
   T r = T(shuffle_slots[warp_base + (from_lane & 31)]);
   wait(State::AtWarpBarrier);  // every lane has read before any writes again
   return r;
+}
+
+// A 16-bit float's value (the bits of a bf16, or of an IEEE half when `f16`).
+inline float half_value(uint16_t h, bool f16) {
+  uint32_t u;
+  if (!f16) {
+    u = uint32_t(h) << 16;
+  } else {
+    const int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    const float v = e == 0    ? std::ldexp(float(m), -24)
+                    : e == 31 ? (m ? NAN : INFINITY)
+                              : std::ldexp(float(m | 0x400), e - 25);
+    return (h & 0x8000) ? -v : v;
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}: D = A·B + C for a warp, each lane passing
+// its fragments as PTX's ISA lays them out (groupID = lane / 4, threadID_in_group = lane % 4):
+// A register r of lane L holds row L/4 + 8 (r & 1), columns 2 (L%4) + 8 (r >> 1) and one more;
+// B register r holds rows (k) 2 (L%4) + 8 r and one more, column (n) L/4; C and D element i
+// is row L/4 + 8 (i >> 1), column 2 (L%4) + (i & 1). Every lane of the warp must take part.
+inline uint32_t mma_slots[1024][6];
+inline void mma_m16n8k16(float* d, const uint32_t* a, const uint32_t* b, bool f16) {
+  const int lane = current % 32, base = current - lane;
+  for (int r = 0; r < 4; ++r) mma_slots[current][r] = a[r];
+  mma_slots[current][4] = b[0];
+  mma_slots[current][5] = b[1];
+  wait(State::AtWarpBarrier);
+  auto element = [&](int holder, int reg, int k) {
+    return half_value(uint16_t(mma_slots[base + holder][reg] >> (16 * (k & 1))), f16);
+  };
+  auto a_at = [&](int row, int k) {
+    return element((row % 8) * 4 + (k % 8) / 2, (row >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0), k);
+  };
+  auto b_at = [&](int k, int col) { return element(col * 4 + (k % 8) / 2, 4 + (k >= 8), k); };
+  float result[4];
+  for (int i = 0; i < 4; ++i) {
+    const int row = lane / 4 + 8 * (i >> 1), col = 2 * (lane % 4) + (i & 1);
+    float sum = d[i];
+    for (int k = 0; k < 16; ++k) sum += a_at(row, k) * b_at(k, col);
+    result[i] = sum;
+  }
+  wait(State::AtWarpBarrier);  // every lane has read the fragments before any writes again
+  for (int i = 0; i < 4; ++i) d[i] = result[i];
 }
 
 }  // namespace eqf_emu
