@@ -14,7 +14,10 @@
 //                       |                                      | (a last partial group: one by
 //                       |                                      | one)
 //   Softmax, LayerNorm  | one item per row, serial row loops   | a warp per row, lanes stride
-//                       |                                      | the row, shuffles combine
+//                       |                                      | the row, shuffles combine;
+//                       |                                      | static rows over 1024: a
+//                       |                                      | block per row, shuffles then
+//                       |                                      | shared memory combine
 //   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched
 //                       | rows, register tiles of two vectors  | call (batch dims equal or
 //                       | of columns (transB: a dot product    | broadcast whole): SGEMM for
