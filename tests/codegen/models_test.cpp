@@ -111,27 +111,45 @@ TEST_CASE("the CUDA source of shared models, on the CPU emulator, matches their 
   // The optimized graph's CUDA kernels and run function (cuBLAS a loop, each launch one block
   // of fibers; cuda_emulation.h), at the twin's tolerance: the convolution tiles, attention and
   // warp-row stages at the shapes real models give them; and the convolution models with every
-  // convolution through cuDNN (the emulator's loops) and its finish kernel. (resnet18 in its
-  // own kernels passes too, but takes over two minutes here.)
-  const std::pair<const char*, const char*> runs[] = {
-      {"mlp_block", "kernels"},   {"attention_block", "kernels"}, {"bert_tiny", "kernels"},
-      {"gpt_tiny", "kernels"},    {"squeezenet1_1", "kernels"},   {"mobilenet_v2", "kernels"},
-      {"squeezenet1_1", "cudnn"}, {"mobilenet_v2", "cudnn"},      {"resnet18", "cudnn"}};
-  for (const auto& [name, form] : runs) {
+  // convolution through cuDNN (the emulator's loops) and its finish kernel; and two transformers
+  // at 16 bits, whose attention runs on tensor cores (the emulator's mma.sync), at the
+  // precision's tolerance. (resnet18 in its own kernels passes too, but takes over two minutes
+  // here.)
+  struct Run {
+    const char* name;
+    const char* form;
+    ir::DType precision = ir::DType::f32;
+  };
+  const Run runs[] = {{"mlp_block", "kernels"},
+                      {"attention_block", "kernels"},
+                      {"bert_tiny", "kernels"},
+                      {"gpt_tiny", "kernels"},
+                      {"squeezenet1_1", "kernels"},
+                      {"mobilenet_v2", "kernels"},
+                      {"squeezenet1_1", "cudnn"},
+                      {"mobilenet_v2", "cudnn"},
+                      {"resnet18", "cudnn"},
+                      {"bert_tiny", "kernels", ir::DType::bf16},
+                      {"gpt_tiny", "kernels", ir::DType::f16}};
+  for (const auto& [name, form, precision] : runs) {
     fs::path dir = test::shared_dir() / "models" / name;
     if (!fs::exists(dir / "test_data_set_0")) continue;
-    SECTION(std::string(name) + ", convolutions in " + form) {
+    SECTION(std::string(name) + ", convolutions in " + form + ", " +
+            std::string(ir::dtype_name(precision))) {
       ir::Graph g = frontend::import_onnx(dir / "model.onnx");
       optimizer::OptimizeOptions opt;
       opt.verify = false;  // the test data check is the verification here
       ir::Graph fused = optimizer::optimize(g, opt).graph;
       frontend::TestDataSet data = frontend::read_test_data_set(dir / "test_data_set_0");
-      std::vector<ir::Tensor> outputs =
-          testing::run_cuda_emulated(fused, frontend::bind_inputs(fused, data.inputs), {}, form);
+      codegen::PlanOptions options;
+      options.precision = precision;
+      std::vector<ir::Tensor> outputs = testing::run_cuda_emulated(
+          fused, frontend::bind_inputs(fused, data.inputs), options, form);
       REQUIRE(outputs.size() == data.outputs.size());
+      auto [rtol, atol] = codegen::precision_tolerance(precision);
       for (size_t k = 0; k < outputs.size(); ++k) {
         frontend::Comparison c =
-            frontend::compare_tensors(outputs[k], data.outputs[k].tensor, 1e-3, 1e-4);
+            frontend::compare_tensors(outputs[k], data.outputs[k].tensor, rtol, atol);
         INFO(name << " output " << k << ": " << c.str());
         CHECK(c.match);
       }
