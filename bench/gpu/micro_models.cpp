@@ -5,6 +5,7 @@
 //   pointwise_add3:    y = (a + b) * c                       a, b, c: f32[n]
 //   softmax_rows:      y = softmax(x, axis=-1)               x: f32[n, 1024]
 //   layernorm_rows:    y = layernorm(x) * g + b              x: f32[n, 1024]
+//   softmax_long_rows: y = softmax(x, axis=-1)               x: f32[n, 8192] (a block per row)
 //   usage: gpu_micro_models OUT_DIR
 #include <filesystem>
 #include <iostream>
@@ -54,6 +55,12 @@ int main(int argc, char** argv) {
     b.output(b.op("LayerNormalization", {x, b.weight("g", g), b.weight("bias", bias)},
                   {{"axis", int64_t{-1}}, {"epsilon", 1e-5}}));
     write("layernorm_rows", std::move(b));
+  }
+  {
+    ir::GraphBuilder b("softmax_long_rows");
+    auto x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(8192)});
+    b.output(b.op("Softmax", {x}, {{"axis", int64_t{-1}}}));
+    write("softmax_long_rows", std::move(b));
   }
   return 0;
 }

@@ -327,7 +327,8 @@ def run_part(args):
         print(f"== copy {ref}", flush=True)
         # (model, run-time dim, bytes moved per run)
         for name, n, moved in (("pointwise_silu", 1 << 26, 2 << 28), ("pointwise_add3", 1 << 26, 4 << 28),
-                               ("softmax_rows", 1 << 16, 2 << 28), ("layernorm_rows", 1 << 16, 2 << 28)):
+                               ("softmax_rows", 1 << 16, 2 << 28), ("layernorm_rows", 1 << 16, 2 << 28),
+                               ("softmax_long_rows", 1 << 13, 2 << 28)):
             tree = os.path.join(args.trees, "micro", name)
             if build(args.nvcc, args.arch, tree) is None:
                 results["bandwidth"].append({"kernel": name, "error": "build failed"})
