@@ -568,12 +568,22 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
       if (auto it = life_of.find(v); it != life_of.end())
         lives[it->second].last = std::max(lives[it->second].last, i);
   // A pointwise or row stage that reads an arena value for the last time, only at the element
-  // it writes, may write in place over it when both are arena values of one size.
+  // it writes, may write in place over it when both are arena values of one size. The output
+  // of a contraction just before it comes first: the stage then merges into the contraction as
+  // its epilogue (a residual Add + Relu after a convolution reads both).
   for (size_t i = 0; i < plan.stages.size(); ++i) {
     Stage& s = plan.stages[i];
     const bool row = s.kind == StageKind::Softmax || s.kind == StageKind::LayerNorm;
     if ((s.kind != StageKind::Pointwise && !row) || s.node == ir::kNoNode) continue;
-    for (ValueId r : s.reads) {
+    std::vector<ValueId> reads(s.reads.begin(), s.reads.end());
+    if (i > 0) {
+      const Stage& before = plan.stages[i - 1];
+      const bool contraction = before.kind == StageKind::Conv ||
+                               before.kind == StageKind::MatMul || before.kind == StageKind::Gemm;
+      auto it = std::find(reads.begin(), reads.end(), before.output);
+      if (contraction && it != reads.end()) std::rotate(reads.begin(), it, it + 1);
+    }
+    for (ValueId r : reads) {
       auto in = life_of.find(r);
       if (in == life_of.end() || lives[in->second].last != i ||
           !stage_reads_only_own_element(g, s.node, r, mat, row))

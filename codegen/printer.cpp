@@ -392,11 +392,23 @@ class Writer {
   // epilogue.
   bool cudnn_conv(const Stage& s) const;
   std::string body_conv_finish(const Stage& s);
+  // cuDNN's fused form of such a stage, cudnnConvolutionBiasActivationForward's
+  // y = act(conv(x, w) + z + bias), where the stage with its epilogue computes exactly that: a
+  // bias, then nothing or a ReLU, with or without a residual z before it (a stored value of
+  // the output's shape and type that the stage does not overwrite in place: whether cuDNN
+  // reads z before it writes y at each element is not documented).
+  struct FusedConv {
+    bool relu = false;
+    ValueId z = ir::kNoValue;
+  };
+  std::optional<FusedConv> cudnn_fused(const Stage& s, const Stage* epilogue,
+                                       ValueId written) const;
   // The host code of a convolution stage that may run through cuDNN: `kernels` (the launches
   // of its generated kernels, writing `p<out>`) in a lambda, and under EQFUSE_CUDNN the
-  // run-time choice between them and cuDNN plus `finish` (kCudnnRuntime).
+  // run-time choice between them, cuDNN plus `finish`, and the fused form (kCudnnRuntime).
   std::string cudnn_conv_call(const Stage& s, size_t index, ValueId written,
-                              const std::string& kernels, const std::string& finish);
+                              const std::string& kernels, const std::string& finish,
+                              const std::optional<FusedConv>& fused);
   // An extra parameter of the next kernel cuda_kernel prints, after the buffers: the raw
   // convolution a finish kernel reads ("" for none).
   std::string raw_param_;
@@ -1972,6 +1984,38 @@ bool Writer::cudnn_conv(const Stage& s) const {
   return true;
 }
 
+std::optional<Writer::FusedConv> Writer::cudnn_fused(const Stage& s, const Stage* epilogue,
+                                                     ValueId written) const {
+  const ir::Node& n = g_.node(s.node);
+  const Buffer* out = plan_.buffer(written);
+  if (n.inputs.size() < 3 || n.inputs[2] == ir::kNoValue || !out) return std::nullopt;
+  const DType t = plan_.buffer(s.output)->dtype;
+  const Buffer* bias = plan_.buffer(n.inputs[2]);
+  if (!bias || bias->slice_of || bias->dtype != t || out->slice_of || out->dtype != t)
+    return std::nullopt;
+  FusedConv f;
+  if (!epilogue) return f;  // conv + bias
+  if (written != epilogue->output) return std::nullopt;
+  const ir::Node* e = &g_.node(epilogue->node);
+  ValueId inner = epilogue->output;
+  if (e->op_type == "Relu") {
+    f.relu = true;
+    inner = e->inputs[0];
+    if (inner == s.output) return f;  // relu(conv + bias)
+    if (plan_.buffer(inner) || g_.value(inner).producer == ir::kNoNode) return std::nullopt;
+    e = &g_.node(g_.value(inner).producer);
+  }
+  if (e->op_type != "Add" || e->inputs.size() != 2) return std::nullopt;
+  const ValueId z = e->inputs[0] == s.output ? e->inputs[1] : e->inputs[0];
+  if ((e->inputs[0] == s.output) == (e->inputs[1] == s.output)) return std::nullopt;
+  const Buffer* zb = plan_.buffer(z);
+  if (!zb || zb->slice_of || zb->dtype != t || !(type(z).shape == type(s.output).shape) ||
+      epilogue->in_place_of == z || s.in_place_of == z)
+    return std::nullopt;
+  f.z = z;
+  return f;
+}
+
 // The CUDA form after cuDNN: element i of the raw convolution (`raw`, a kernel parameter), plus
 // the bias, stored through the epilogue.
 std::string Writer::body_conv_finish(const Stage& s) {
@@ -1986,7 +2030,8 @@ std::string Writer::body_conv_finish(const Stage& s) {
 }
 
 std::string Writer::cudnn_conv_call(const Stage& s, size_t index, ValueId written,
-                                    const std::string& kernels, const std::string& finish) {
+                                    const std::string& kernels, const std::string& finish,
+                                    const std::optional<FusedConv>& fused) {
   uses_cudnn = true;
   const ir::Node& n = g_.node(s.node);
   const ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
@@ -2018,26 +2063,42 @@ std::string Writer::cudnn_conv_call(const Stage& s, size_t index, ValueId writte
       code.insert(at + 1, "  ");
     return code;
   };
+  // The fused form's call: y = act(conv + z + bias) into `out`; none where it does not apply.
+  const std::string fused_call =
+      fused ? fmt::format("return eqf_cudnn_fused(c, {}, {}, {}, {}, out, st);", ptr(x), ptr(w),
+                          fused->z == ir::kNoValue ? "(const void*)0" : ptr(fused->z),
+                          ptr(n.inputs[2]))
+            : "(void)out, (void)c;\n      return -1;";
   return fmt::format(
-      "  {{  // stage {}: {} '{}' in its kernels, or (EQFUSE_CUDNN) cuDNN and a finish kernel\n"
+      "  {{  // stage {}: {} '{}' in its kernels, or (EQFUSE_CUDNN) cuDNN and a finish kernel{}\n"
       "    {}\n"
       "    auto kernels = [&]({}* out) -> int {{\n      {}\n      return 0;\n    }};\n"
       "#if defined(EQFUSE_CUDNN)\n"
       "    static EqfConvChoices choices;\n"
-      "    const EqfConv conv = {{{}, {}, {}, {{{}, {}}}, {{{}, {}}}, {{{}, {}}}, {}, {}}};\n"
+      "    const EqfConv conv = {{{}, {}, {}, {{{}, {}}}, {{{}, {}}}, {{{}, {}}}, {}, {}, {}}};\n"
       "    auto library = [&]({}* out, const EqfConvChoice* c) -> int {{\n"
       "      void* scratch = eqf_conv_scratch((size_t)({}) * sizeof({}));\n"
       "      if (!scratch || eqf_cudnn_forward(c, {}, {}, scratch, st)) return -1;\n"
       "      const {}* raw = (const {}*)scratch;\n"
       "      {}\n      return 0;\n    }};\n"
+      "    auto fused = [&]({}* out, const EqfConvChoice* c) -> int {{\n      {}\n    }};\n"
       "    if (eqf_conv_run({}, &choices, conv, (size_t)({}) * sizeof({}), p{}, st, kernels, "
-      "library))\n      return -1;\n"
+      "library, fused))\n      return -1;\n"
       "#else\n    if (kernels(p{})) return -1;\n#endif\n  }}\n",
-      index, n.op_type, g_.value(out).name, record_event(index), t, indent(redirect(kernels)),
-      dims(x), dims(w), dims(out), win[0].pad_begin, win[1].pad_begin, win[0].stride, win[1].stride,
-      win[0].dilation, win[1].dilation, ir::make_context(g_, n).attr_int("group"), cudnn_type, t,
-      numel(out), raw_type, ptr(x), ptr(w), raw_type, raw_type, redirect(finish), index,
-      numel(written), t, o, o);
+      index, n.op_type, g_.value(out).name,
+      !fused                     ? ""
+      : fused->relu              ? (fused->z == ir::kNoValue ? ", or cuDNN's relu(conv + bias)"
+                                                             : ", or cuDNN's relu(conv + z + bias)")
+      : fused->z == ir::kNoValue ? ", or cuDNN's conv + bias"
+                                 : ", or cuDNN's conv + z + bias",
+      record_event(index), t, indent(redirect(kernels)), dims(x), dims(w), dims(out),
+      win[0].pad_begin, win[1].pad_begin, win[0].stride, win[1].stride, win[0].dilation,
+      win[1].dilation, ir::make_context(g_, n).attr_int("group"), cudnn_type,
+      !fused        ? 0
+      : fused->relu ? 2
+                    : 1,
+      t, numel(out), raw_type, ptr(x), ptr(w), raw_type, raw_type, redirect(finish), t, fused_call,
+      index, numel(written), t, o, o);
 }
 
 std::string Writer::body_pool(const Stage& s) {
@@ -2415,7 +2476,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     std::string launch = cuda_kernel(name, head, written, items, partial_groups, functions);
     if (cudnn) {
       std::string kernels = fmt::format("const int64_t n = {};\n      {}", items, launch);
-      calls += cudnn_conv_call(s, index, written, kernels, finish_launch());
+      calls += cudnn_conv_call(s, index, written, kernels, finish_launch(),
+                               cudnn_fused(s, epilogue, written));
       return;
     }
     calls += fmt::format("  {{\n    {}const int64_t n = {};\n    {}\n  }}\n",
@@ -2441,7 +2503,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
                     last ? "" : fmt::format("if ({} >= {}) ", tiles, kConvFullWave), tiles, launch);
   }
   if (cudnn)
-    calls += cudnn_conv_call(s, index, written, kernels, finish_launch());
+    calls += cudnn_conv_call(s, index, written, kernels, finish_launch(),
+                             cudnn_fused(s, epilogue, written));
   else
     calls += "  {\n    " + record_event(index) + "\n    " + kernels + "\n  }\n";
 }
@@ -2619,18 +2682,22 @@ constexpr const char* kCudnnRuntime = R"(#if defined(EQFUSE_CUDNN)
 #include <stdlib.h>
 #include <string.h>
 
-// A convolution as cuDNN takes it: NCHW shapes of x, w and y, the window, groups, element type.
+// A convolution as cuDNN takes it: NCHW shapes of x, w and y, the window, groups, element type,
+// and the stage's fused form: 0 none, 1 y = conv + z + bias, 2 y = relu(conv + z + bias).
 struct EqfConv {
   int x[4], w[4], y[4], pad[2], stride[2], dilation[2], groups;
   cudnnDataType_t type;
+  int fused;
 };
-// One binding's choice: 0 none yet, 1 the generated kernels, 2 cuDNN with `algo`.
+// One binding's choice: 0 none yet, 1 the generated kernels, 2 cuDNN with `algo` and the finish
+// kernel, 3 cuDNN's fused convolution with `algo`.
 struct EqfConvChoice {
   EqfConv conv;
   int state;
-  cudnnTensorDescriptor_t x, y;
+  cudnnTensorDescriptor_t x, y, bias;
   cudnnFilterDescriptor_t w;
   cudnnConvolutionDescriptor_t desc;
+  cudnnActivationDescriptor_t act;
   cudnnConvolutionFwdAlgo_t algo;
   size_t workspace;
 };
@@ -2670,15 +2737,22 @@ static void* eqf_conv_workspace(size_t bytes) {
   return eqf_grow(&buffer, &have, bytes + 1);
 }
 
-// EQFUSE_CONV: 0 time both forms (unset or "auto"), 1 "kernels", 2 "cudnn".
+// EQFUSE_CONV: 0 time the forms (unset or "auto"), 1 "kernels", 2 "cudnn" (the fused form
+// where the stage has one), 3 "cudnn-unfused" (cuDNN and the finish kernel).
 static int eqf_conv_mode(void) {
   const char* m = getenv("EQFUSE_CONV");
-  return !m ? 0 : !strcmp(m, "kernels") ? 1 : !strcmp(m, "cudnn") ? 2 : 0;
+  return !m                          ? 0
+         : !strcmp(m, "kernels")       ? 1
+         : !strcmp(m, "cudnn")         ? 2
+         : !strcmp(m, "cudnn-unfused") ? 3
+                                       : 0;
 }
 
 static void eqf_conv_forget(EqfConvChoice* c) {
   if (c->x) cudnnDestroyTensorDescriptor(c->x);
   if (c->y) cudnnDestroyTensorDescriptor(c->y);
+  if (c->bias) cudnnDestroyTensorDescriptor(c->bias);
+  if (c->act) cudnnDestroyActivationDescriptor(c->act);
   if (c->w) cudnnDestroyFilterDescriptor(c->w);
   if (c->desc) cudnnDestroyConvolutionDescriptor(c->desc);
   memset(c, 0, sizeof *c);
@@ -2706,6 +2780,14 @@ static int eqf_cudnn_prepare(EqfConvChoice* c, cudnnConvolutionFwdAlgoPerf_t* ca
                                       CUDNN_DATA_FLOAT) ||
       cudnnSetConvolutionGroupCount(c->desc, v->groups) ||
       cudnnSetConvolutionMathType(c->desc, f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH))
+    return 0;
+  // The fused form's bias (one per output channel, in y's type) and activation.
+  if (v->fused &&
+      (cudnnCreateTensorDescriptor(&c->bias) || cudnnCreateActivationDescriptor(&c->act) ||
+       cudnnSetTensor4dDescriptor(c->bias, CUDNN_TENSOR_NCHW, v->type, 1, v->y[1], 1, 1) ||
+       cudnnSetActivationDescriptor(
+           c->act, v->fused == 2 ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+           CUDNN_PROPAGATE_NAN, 0.0)))
     return 0;
   cudnnConvolutionFwdAlgoPerf_t perf[8];
   int found = 0, kept = 0;
@@ -2736,6 +2818,49 @@ static int eqf_cudnn_forward(const EqfConvChoice* c, const void* x, const void* 
                                        c->y, y) != CUDNN_STATUS_SUCCESS;
 }
 
+// y = act(conv(x, w) + z + bias) in one call (z null: none).
+static int eqf_cudnn_fused(const EqfConvChoice* c, const void* x, const void* w, const void* z,
+                           const void* bias, void* y, cudaStream_t st) {
+  const float one = 1.0f, z_scale = z ? 1.0f : 0.0f;
+  cudnnHandle_t h = eqf_cudnn(st);
+  return !h || cudnnConvolutionBiasActivationForward(
+                   h, &one, c->x, x, c->w, w, c->desc, c->algo, eqf_conv_workspace(c->workspace),
+                   c->workspace, &z_scale, c->y, z ? z : y, c->bias, bias, c->act, c->y,
+                   y) != CUDNN_STATUS_SUCCESS;
+}
+
+// Whether the chosen cuDNN form agrees with the generated kernels, each run once into `trial`
+// and copied back: max |a - b| at most 1e-3 (f32) or 1e-2 (16 bits) of max |a|. Where it does
+// not, it says so and the stage keeps its kernels (EQFUSE_CONV_CHECK=fail: the run fails).
+template <typename T, typename K, typename F>
+static int eqf_conv_check(int stage, EqfConvChoice* c, T* trial, size_t bytes, K kernels, F form,
+                          cudaStream_t st) {
+  T* a = (T*)malloc(bytes + 1);
+  T* b = (T*)malloc(bytes + 1);
+  const int ran = a && b && !kernels(trial) && cudaStreamSynchronize(st) == cudaSuccess &&
+                  cudaMemcpy(a, trial, bytes, cudaMemcpyDeviceToHost) == cudaSuccess &&
+                  !form(trial) && cudaStreamSynchronize(st) == cudaSuccess &&
+                  cudaMemcpy(b, trial, bytes, cudaMemcpyDeviceToHost) == cudaSuccess;
+  float scale = 0, error = 0;
+  for (size_t i = 0; ran && i < bytes / sizeof(T); ++i) {
+    const float u = (float)a[i], v = (float)b[i], d = fabsf(u - v);
+    if (u != u && v != v) continue;  // NaN in both
+    scale = fmaxf(scale, fabsf(u));
+    error = d != d ? INFINITY : fmaxf(error, d);
+  }
+  free(a);
+  free(b);
+  if (ran && error <= (c->conv.type == CUDNN_DATA_FLOAT ? 1e-3f : 1e-2f) * scale) return 0;
+  fprintf(stderr,
+          "eqfuse: stage %d: cuDNN's %s differs from the generated kernels (max error %g, largest "
+          "value %g%s): the stage keeps its kernels\n",
+          stage, c->state == 3 ? "fused convolution" : "convolution", error, scale,
+          ran ? "" : ", a run failed");
+  c->state = 1;
+  const char* check = getenv("EQFUSE_CONV_CHECK");
+  return check && !strcmp(check, "fail") ? -1 : 0;
+}
+
 // The least time of 3 runs of `run` after a first, in ms; negative where a run fails.
 template <typename F>
 static float eqf_conv_time(F run, cudaStream_t st) {
@@ -2758,15 +2883,19 @@ static float eqf_conv_time(F run, cudaStream_t st) {
 }
 
 // Runs convolution stage `stage` in the form chosen for `conv`, choosing first where this
-// binding has no choice yet: `kernels(out)` or `library(out, choice)`.
-template <typename T, typename K, typename L>
+// binding has no choice yet: `kernels(out)`, `library(out, choice)` (cuDNN and the finish
+// kernel) or `fused(out, choice)` (cuDNN's fused convolution, where conv.fused). A cuDNN form
+// chosen by timing is checked against the kernels (eqf_conv_check); a forced one is not.
+template <typename T, typename K, typename L, typename F>
 static int eqf_conv_run(int stage, EqfConvChoices* cs, const EqfConv& conv, size_t out_bytes,
-                        T* out, cudaStream_t st, K kernels, L library) {
+                        T* out, cudaStream_t st, K kernels, L library, F fused) {
   static const int mode = eqf_conv_mode();  // read once per process
   if (mode == 1) return kernels(out);
   EqfConvChoice* c = 0;
   for (int k = 0; k < 8 && !c; ++k)
     if (cs->at[k].state && !memcmp(&cs->at[k].conv, &conv, sizeof conv)) c = &cs->at[k];
+  // The chosen cuDNN form.
+  auto form = [&](T* o) { return c->state == 3 ? fused(o, c) : library(o, c); };
   if (!c) {
     cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(st, &capturing) != cudaSuccess ||
@@ -2779,24 +2908,41 @@ static int eqf_conv_run(int stage, EqfConvChoices* cs, const EqfConv& conv, size
     c->state = 1;
     cudnnConvolutionFwdAlgoPerf_t candidates[3];
     const int count = eqf_cudnn_prepare(c, candidates, st);
+    // The fused form takes ReLU with any algorithm, the identity only with PRECOMP_GEMM.
+    auto fusable = [&](int k) {
+      return conv.fused == 2 ||
+             (conv.fused == 1 && candidates[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+    };
     float ms_kernels = -1, ms_library = -1;
     int fastest = -1;  // cuDNN's fastest algorithm here
     T* trial = 0;
-    if (count > 0 && mode == 2) {
-      c->state = eqf_cudnn_use(c, &candidates[0]) ? 1 : 2;
-      fastest = (int)candidates[0].algo;
+    if (count > 0 && mode >= 2) {
+      int k = 0, state = 2;
+      for (int j = 0; j < count && mode == 2 && state == 2; ++j)
+        if (fusable(j)) k = j, state = 3;
+      c->state = eqf_cudnn_use(c, &candidates[k]) ? 1 : state;
+      fastest = (int)candidates[k].algo;
     } else if (count > 0 && cudaMalloc((void**)&trial, out_bytes + 1) == cudaSuccess) {
       ms_kernels = eqf_conv_time([&] { return kernels(trial); }, st);
-      int best = -1;
+      int best = -1, best_state = 1;
       for (int k = 0; k < count; ++k) {
         if (eqf_cudnn_use(c, &candidates[k])) continue;
         const float ms = eqf_conv_time([&] { return library(trial, c); }, st);
-        if (ms >= 0 && (ms_library < 0 || ms < ms_library)) ms_library = ms, best = k;
+        if (ms >= 0 && (ms_library < 0 || ms < ms_library)) ms_library = ms, best = k, best_state = 2;
+        if (!fusable(k)) continue;
+        const float ms_fused = eqf_conv_time([&] { return fused(trial, c); }, st);
+        if (ms_fused >= 0 && (ms_library < 0 || ms_fused < ms_library))
+          ms_library = ms_fused, best = k, best_state = 3;
       }
       if (best >= 0) fastest = (int)candidates[best].algo;
       if (best >= 0 && (ms_kernels < 0 || ms_library < ms_kernels) &&
-          !eqf_cudnn_use(c, &candidates[best]))
-        c->state = 2;
+          !eqf_cudnn_use(c, &candidates[best])) {
+        c->state = best_state;
+        if (eqf_conv_check(stage, c, trial, out_bytes, kernels, form, st)) {
+          cudaFree(trial);
+          return -1;
+        }
+      }
       cudaFree(trial);
     }
     const char* report = getenv("EQFUSE_CONV_REPORT");
@@ -2805,10 +2951,10 @@ static int eqf_conv_run(int stage, EqfConvChoices* cs, const EqfConv& conv, size
               "eqfuse: stage %d: conv x %dx%dx%dx%d w %dx%dx%dx%d: cuDNN algo %d %.4f ms, kernels "
               "%.4f ms -> %s\n",
               stage, conv.x[0], conv.x[1], conv.x[2], conv.x[3], conv.w[0], conv.w[1], conv.w[2],
-              conv.w[3], fastest, ms_library,
-              ms_kernels, c->state == 2 ? "cuDNN" : "kernels");
+              conv.w[3], fastest, ms_library, ms_kernels,
+              c->state == 3 ? "cuDNN fused" : c->state == 2 ? "cuDNN" : "kernels");
   }
-  return c->state == 2 ? library(out, c) : kernels(out);
+  return c->state == 1 ? kernels(out) : form(out);
 }
 #endif
 

@@ -44,8 +44,12 @@
 //                       |                                      | tiles (depthwise: a thread
 //                       |                                      | per output element); with
 //                       |                                      | EQFUSE_CUDNN also cuDNN and
-//                       |                                      | a finish kernel, the faster
-//                       |                                      | timed at the first run
+//                       |                                      | a finish kernel, and cuDNN's
+//                       |                                      | fused act(conv + z + bias)
+//                       |                                      | where the stage is that; the
+//                       |                                      | fastest timed at the first
+//                       |                                      | run, checked against the
+//                       |                                      | kernels
 //   tile vectors        | 32 bytes with AVX, else 16 (#if)     | -
 //   math functions      | <math.h>                             | CUDA's device math
 //

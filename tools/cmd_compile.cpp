@@ -157,8 +157,9 @@ int run_compile(const CompileArgs& a) {
   if (a.target == "cuda" && convolutions)
     std::cout
         << "cuDNN: found by CMake beside the CUDA toolkit or at -DCUDNN_ROOT=DIR, "
-           "convolutions take the faster of cuDNN and their own kernels at their first run "
-           "(EQFUSE_CONV=kernels|cudnn forces one, EQFUSE_CONV_REPORT=1 prints the choices)\n";
+           "convolutions take the fastest of cuDNN (fused with their bias, residual and ReLU "
+           "where it can) and their own kernels at their first run (EQFUSE_CONV=kernels|cudnn|"
+           "cudnn-unfused forces one, EQFUSE_CONV_REPORT=1 prints the choices)\n";
   return 0;
 }
 

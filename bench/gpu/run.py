@@ -130,7 +130,8 @@ def bench(tree, args, conv=None):
     except (ValueError, IndexError):
         return {"error": (err or out)[-500:], "rc": rc}
     j["rc"] = rc
-    # Each convolution's choice between cuDNN and eqfuse's kernels, with both times.
+    # Each convolution's choice between cuDNN and eqfuse's kernels, with both times (and any
+    # cuDNN form its check against the kernels refused).
     choices = [line for line in err.splitlines() if line.startswith("eqfuse: stage")]
     if choices:
         j["conv_choices"] = choices
@@ -426,14 +427,16 @@ def merge(args):
                  if isinstance(m.get(f"b{b}"), dict) and "conv_kernels_only" in m[f"b{b}"]]
     if conv_rows:
         print("\n| model | batch | eqfuse ms (each conv its faster form) | own conv kernels only ms "
-              "| ratio | convs on cuDNN |")
+              "| ratio | convs on cuDNN (of them fused) |")
         print("|---|---|---|---|---|---|")
         for m, b, r in conv_rows:
             both, own = typical(r["generic"]), typical(r["conv_kernels_only"])
             choices = r["generic"].get("conv_choices", [])
-            picked = sum(line.endswith("-> cuDNN") for line in choices)
+            picked = sum("-> cuDNN" in line for line in choices)
+            fused = sum(line.endswith("-> cuDNN fused") for line in choices)
             ratio = f"{own / both:.2f}x" if both and own else "-"
-            print(f"| {m['model']} | {b} | {both} | {own} | {ratio} | {picked} of {len(choices)} |")
+            print(f"| {m['model']} | {b} | {both} | {own} | {ratio} | {picked} ({fused}) of "
+                  f"{len(choices)} |")
     print()
     print("| model (bf16) | batch | eqfuse ms | eqfuse graph ms | eager ms | torch.compile ms "
           "| max-autotune ms | numerics |")

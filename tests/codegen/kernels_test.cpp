@@ -580,9 +580,13 @@ TEST_CASE("CUDA convolution tiles: each size, channel and k tails, groups, epilo
 
 TEST_CASE("CUDA convolutions through cuDNN: bias, epilogues in place, groups, 16 bits") {
   // In builds with EQFUSE_CUDNN a convolution stage may run as cuDNN's convolution into scratch
-  // memory and a finish kernel (bias, the merged epilogue), chosen at run time against its own
-  // kernels. The emulator's cuDNN is loops; "cudnn" forces that form, "auto" times both (the
-  // emulator's times are zero, so it keeps the kernels, after running both on scratch memory).
+  // memory and a finish kernel (bias, the merged epilogue), or where the stage is
+  // act(conv + z + bias) as cuDNN's fused convolution, chosen at run time against its own
+  // kernels. The emulator's cuDNN is loops; "cudnn" forces the fused form where there is one and
+  // the finish kernel elsewhere, "cudnn-unfused" the finish kernel, "auto" times them all on
+  // scratch memory (on the emulator's clock the fused form is the fastest, the finish kernel the
+  // slowest) and checks the fused form it picks against the kernels (EQFUSE_CONV_CHECK=fail: a
+  // disagreement fails the run).
   GraphBuilder b;
   auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
   const Dim n = Dim::symbol("n");
@@ -603,14 +607,29 @@ TEST_CASE("CUDA convolutions through cuDNN: bias, epilogues in place, groups, 16
                  {"pads", ints({1, 2, 1, 2})}}));
   b.output(b.op("Tanh",
                 {b.op("Conv", {x, wd}, {{"group", int64_t{20}}, {"pads", ints({1, 1, 1, 1})}})}));
+  // Fused in cuDNN: relu(conv + x + bias) (the residual a model input, the epilogue one kernel
+  // as the optimizer fuses it) and conv + bias.
+  ValueId w20 = b.weight("w20", random_tensor({20, 20, 3, 3}, 8));
+  ValueId b20 = b.weight("b20", random_tensor({20}, 9));
+  b.output(kernel(b, "(Relu (Add ?0 ?1))",
+                  {b.op("Conv", {x, w20, b20}, {{"pads", ints({1, 1, 1, 1})}}), x}));
+  b.output(b.op("Conv", {x, w, bias}, {{"strides", ints({2, 2})}}));
   ir::Graph g = std::move(b).finish();
   std::string cuda = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cuda);
-  // Three convolutions may take cuDNN; the one with asymmetric padding may not.
-  size_t forms = 0;
-  for (size_t at = cuda.find("eqf_conv_run("); at != std::string::npos;
-       at = cuda.find("eqf_conv_run(", at + 1))
-    ++forms;
-  CHECK(forms == 3 + 1);  // the three calls and the helper's definition
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = cuda.find(what); at != std::string::npos; at = cuda.find(what, at + 1)) ++n;
+    return n;
+  };
+  // Five convolutions may take cuDNN; the one with asymmetric padding may not. Three have a
+  // fused form: the first as conv + z + bias (the residual Add merges into it, writing in place
+  // over the convolution's output, not over the residual; the Relu is a stage of its own), the
+  // last two; the grouped and depthwise ones have no bias.
+  CHECK(count("eqf_conv_run(") == 5 + 1);  // the calls and the helper's definition
+  CHECK(count("return eqf_cudnn_fused(") == 3);
+  CHECK(count("or cuDNN's relu(conv + z + bias)") == 1);
+  CHECK(count("or cuDNN's conv + z + bias") == 1);
+  CHECK(count("or cuDNN's conv + bias") == 1);
   CHECK(cuda.find("#include <cudnn.h>") != std::string::npos);
   CHECK(codegen::print_cuda_hosted(codegen::make_plan(g)).host.find("cudnn") == std::string::npos);
   std::vector<ir::Tensor> inputs = {random_tensor({2, 20, 11, 9}, 11)};
@@ -618,7 +637,8 @@ TEST_CASE("CUDA convolutions through cuDNN: bias, epilogues in place, groups, 16
   // descriptors, and the first is found again.
   const std::vector<std::vector<ir::Tensor>> sets = {
       {random_tensor({1, 20, 11, 9}, 12)}, inputs, {random_tensor({1, 20, 11, 9}, 13)}};
-  for (const char* form : {"cudnn", "auto"}) {
+  ::setenv("EQFUSE_CONV_CHECK", "fail", 1);
+  for (const char* form : {"cudnn", "cudnn-unfused", "auto"}) {
     std::vector<std::vector<ir::Tensor>> got = testing::run_cuda_emulated_sets(g, sets, {}, form);
     REQUIRE(got.size() == sets.size());
     for (size_t set = 0; set < sets.size(); ++set) {
@@ -631,6 +651,7 @@ TEST_CASE("CUDA convolutions through cuDNN: bias, epilogues in place, groups, 16
       }
     }
   }
+  ::unsetenv("EQFUSE_CONV_CHECK");
   // Under --precision the convolutions read a 16-bit copy of the f32 input, and cuDNN takes all
   // three operands at 16 bits: the same as the twin, up to the finish kernel's second rounding.
   for (DType precision : {DType::bf16, DType::f16}) {

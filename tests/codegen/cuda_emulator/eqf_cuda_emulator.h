@@ -7,8 +7,9 @@
 // A launch runs one block of `block` threads (gridDim.x == 1; every generated kernel walks its
 // items in grid-stride loops, so one block covers them all) as fibers on the calling thread.
 // A fiber runs until it reaches __syncthreads(), a warp shuffle or a tensor-core product
-// (mma_m16n8k16) and waits there until every thread of its block (of its warp) has arrived; a barrier that cannot complete (some threads
-// finished, others wait) aborts with a message, as it would hang or misbehave on a GPU.
+// (mma_m16n8k16) and waits there until every thread of its block (of its warp) has arrived; a
+// barrier that cannot complete (some threads finished, others wait) aborts with a message, as it
+// would hang or misbehave on a GPU.
 // __shared__ arrays are statics: blocks run one after another. cuBLAS's strided-batched GEMMs
 // are plain loops, and so are cuDNN's convolutions (cudnn.h); device memory is the host's. The
 // test rewrites each `kernel<<<grid, block, 0, st>>>(args);` into
@@ -63,6 +64,9 @@ inline std::vector<Fiber> fibers;
 inline int current = 0;
 inline const std::function<void()>* body = nullptr;
 inline double shuffle_slots[1024];
+// The emulator's clock, which CUDA events read: a launch advances it 2 ticks, a cuDNN
+// convolution 1 (cudnn.h), so that timing a library call against kernels is deterministic.
+inline long long ticks = 0;
 
 inline void run_fiber() {
   (*body)();
@@ -108,6 +112,7 @@ inline bool release_barriers(int threads) {
 
 // Runs `kernel` as one block of `threads` threads.
 inline void launch(unsigned threads, const std::function<void()>& kernel) {
+  ticks += 2;
   body = &kernel;
   fibers.resize(threads);
   blockDim.x = threads;
@@ -209,29 +214,43 @@ T __shfl_sync(unsigned, T v, int lane) {
   return eqf_emu::shuffle(v, lane);
 }
 
-// The runtime API the generated host code calls: memory is the host's, work is synchronous.
+// The runtime API the generated host code calls: memory is the host's, work is synchronous,
+// events read the emulator's clock (a millisecond a tick).
 typedef void* cudaStream_t;
-typedef struct eqf_event* cudaEvent_t;
+struct eqf_event {
+  long long ticks = 0;
+};
+typedef eqf_event* cudaEvent_t;
 typedef int cudaError_t;
 constexpr cudaError_t cudaSuccess = 0;
 inline cudaError_t cudaGetLastError() {
   return cudaSuccess;
 }
-inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) {
+inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+  if (e) e->ticks = eqf_emu::ticks;
   return cudaSuccess;
 }
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) {
-  *e = nullptr;
+  *e = new eqf_event();
   return cudaSuccess;
 }
 inline cudaError_t cudaEventSynchronize(cudaEvent_t) {
   return cudaSuccess;
 }
-inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
-  *ms = 0;
+inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
+  *ms = a && b ? float(b->ticks - a->ticks) : 0.0f;
   return cudaSuccess;
 }
-inline cudaError_t cudaEventDestroy(cudaEvent_t) {
+inline cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete e;
+  return cudaSuccess;
+}
+inline cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return cudaSuccess;
+}
+enum cudaMemcpyKind { cudaMemcpyDeviceToHost = 2 };
+inline cudaError_t cudaMemcpy(void* to, const void* from, size_t bytes, cudaMemcpyKind) {
+  std::memcpy(to, from, bytes);
   return cudaSuccess;
 }
 namespace eqf_emu {
