@@ -316,35 +316,48 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
   }
 }
 
+namespace {
+
+// softmax(Q·K^T · scale [+ mask | where mask < 0: -inf]) · V in one kernel, Q (n, heads,
+// queries, depth), K (n, heads, keys, depth), V (n, heads, keys, width); the mask (queries,
+// keys) is the last input. Causal: keys where the mask is below zero are left out (never all
+// of a row's).
+ir::Graph attention_graph(const std::string& mask, int64_t heads, int64_t queries, int64_t keys,
+                          int64_t depth, int64_t width) {
+  GraphBuilder b;
+  const Dim n = Dim::symbol("n");
+  ValueId q = b.input("q", DType::f32, {n, Dim(heads), Dim(queries), Dim(depth)});
+  ValueId k = b.input("k", DType::f32, {n, Dim(heads), Dim(keys), Dim(depth)});
+  ValueId v = b.input("v", DType::f32, {n, Dim(heads), Dim(keys), Dim(width)});
+  ValueId m = b.input("mask", DType::f32, {Dim(queries), Dim(keys)});
+  ValueId scale = b.constant(
+      ir::Tensor::from_vector<float>(DType::f32, {}, {float(1 / std::sqrt(double(depth)))}));
+  ValueId minus_inf = b.constant(
+      ir::Tensor::from_vector<float>(DType::f32, {}, {-std::numeric_limits<float>::infinity()}));
+  ValueId zero = b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {0.0f}));
+  const std::string scores = "(Mul (MatMul ?0 (Transpose :perm (0 1 3 2) ?1)) ?2)";
+  if (mask == "none")
+    b.output(kernel(b, "(MatMul (Softmax :axis -1 " + scores + ") ?3)", {q, k, scale, v}));
+  else if (mask == "additive")
+    b.output(
+        kernel(b, "(MatMul (Softmax :axis -1 (Add " + scores + " ?3)) ?4)", {q, k, scale, m, v}));
+  else
+    b.output(kernel(b,
+                    "(MatMul (Softmax :axis -1 (Where (Less ?0 ?1) ?2 (Mul (MatMul ?3 (Transpose "
+                    ":perm (0 1 3 2) ?4)) ?5))) ?6)",
+                    {m, zero, minus_inf, q, k, scale, v}));
+  return std::move(b).finish();
+}
+
+}  // namespace
+
 TEST_CASE("attention with and without a mask") {
   // 67 keys: a whole and a partial block of the CPU's 64 and of CUDA's 32; K's depth 8 and V's
   // width 5 differ; 1 query, and 37: a whole and a partial tile of the CPU's 32 rows.
-  const std::string scores = "(Mul (MatMul ?0 (Transpose :perm (0 1 3 2) ?1)) ?2)";
   for (const char* mask : {"none", "additive", "causal"}) {
     for (int64_t queries : {1, 37}) {
       INFO("mask " << mask << ", " << queries << " queries");
-      GraphBuilder b;
-      ValueId q = b.input("q", DType::f32, {Dim::symbol("n"), Dim(3), Dim(queries), Dim(8)});
-      ValueId k = b.input("k", DType::f32, {Dim::symbol("n"), Dim(3), Dim(67), Dim(8)});
-      ValueId v = b.input("v", DType::f32, {Dim::symbol("n"), Dim(3), Dim(67), Dim(5)});
-      ValueId m = b.input("mask", DType::f32, {Dim(queries), Dim(67)});
-      ValueId scale = b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {0.35355339f}));
-      ValueId minus_inf = b.constant(ir::Tensor::from_vector<float>(
-          DType::f32, {}, {-std::numeric_limits<float>::infinity()}));
-      ValueId zero = b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {0.0f}));
-      ValueId out;
-      if (std::string(mask) == "none")
-        out = kernel(b, "(MatMul (Softmax :axis -1 " + scores + ") ?3)", {q, k, scale, v});
-      else if (std::string(mask) == "additive")
-        out = kernel(b, "(MatMul (Softmax :axis -1 (Add " + scores + " ?3)) ?4)",
-                     {q, k, scale, m, v});
-      else  // keys where the mask is below zero are left out (never all of a row's)
-        out = kernel(b,
-                     "(MatMul (Softmax :axis -1 (Where (Less ?0 ?1) ?2 (Mul (MatMul ?3 (Transpose "
-                     ":perm (0 1 3 2) ?4)) ?5))) ?6)",
-                     {m, zero, minus_inf, q, k, scale, v});
-      b.output(out);
-      ir::Graph g = std::move(b).finish();
+      ir::Graph g = attention_graph(mask, 3, queries, 67, 8, 5);
       // One stage for the whole kernel (K's transpose folded into its loads), on both targets,
       // where the option allows it.
       codegen::KernelPlan plan = codegen::make_plan(g);
@@ -377,31 +390,7 @@ TEST_CASE("CUDA attention on tensor cores at 16 bits: masks, partial tiles, padd
   for (Shape shape : {Shape{37, 67, 8, 5}, Shape{150, 130, 40, 24}}) {
     for (const char* mask : {"none", "additive", "causal"}) {
       INFO("mask " << mask << ", " << shape.queries << " queries, " << shape.keys << " keys");
-      GraphBuilder b;
-      const Dim n = Dim::symbol("n");
-      ValueId q = b.input("q", DType::f32, {n, Dim(2), Dim(shape.queries), Dim(shape.depth)});
-      ValueId k = b.input("k", DType::f32, {n, Dim(2), Dim(shape.keys), Dim(shape.depth)});
-      ValueId v = b.input("v", DType::f32, {n, Dim(2), Dim(shape.keys), Dim(shape.width)});
-      ValueId m = b.input("mask", DType::f32, {Dim(shape.queries), Dim(shape.keys)});
-      ValueId scale = b.constant(ir::Tensor::from_vector<float>(
-          DType::f32, {}, {float(1 / std::sqrt(double(shape.depth)))}));
-      ValueId minus_inf = b.constant(ir::Tensor::from_vector<float>(
-          DType::f32, {}, {-std::numeric_limits<float>::infinity()}));
-      ValueId zero = b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {0.0f}));
-      const std::string scores = "(Mul (MatMul ?0 (Transpose :perm (0 1 3 2) ?1)) ?2)";
-      ValueId out;
-      if (std::string(mask) == "none")
-        out = kernel(b, "(MatMul (Softmax :axis -1 " + scores + ") ?3)", {q, k, scale, v});
-      else if (std::string(mask) == "additive")
-        out = kernel(b, "(MatMul (Softmax :axis -1 (Add " + scores + " ?3)) ?4)",
-                     {q, k, scale, m, v});
-      else
-        out = kernel(b,
-                     "(MatMul (Softmax :axis -1 (Where (Less ?0 ?1) ?2 (Mul (MatMul ?3 (Transpose "
-                     ":perm (0 1 3 2) ?4)) ?5))) ?6)",
-                     {m, zero, minus_inf, q, k, scale, v});
-      b.output(out);
-      ir::Graph g = std::move(b).finish();
+      ir::Graph g = attention_graph(mask, 2, shape.queries, shape.keys, shape.depth, shape.width);
       CHECK(codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cuda).find("eqf_mma_") ==
             std::string::npos);  // f32: CUDA cores
       std::vector<ir::Tensor> inputs = {random_tensor({2, 2, shape.queries, shape.depth}, 1),
