@@ -87,6 +87,15 @@ struct eqf_f16 {
   EQF_MEMBER eqf_f16(float f) : bits(eqf_float_to_f16(f)) {}
   EQF_MEMBER operator float() const { return eqf_f16_to_float(bits); }
 };
+#if defined(__CUDACC__)
+// Four 16-bit elements, which a CUDA pointwise group loads or stores in one 8-byte access.
+struct __align__(8) eqf_bf16x4 {
+  eqf_bf16 v[4];
+};
+struct __align__(8) eqf_f16x4 {
+  eqf_f16 v[4];
+};
+#endif
 
 // Scalar ops (ir/scalar_expr.h), for float, double and int64_t.
 #define EQF_UNARY(name, f32, f64)                                       \

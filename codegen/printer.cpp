@@ -97,6 +97,15 @@ struct ConvTile {
 };
 constexpr int64_t kConvTileK = 16, kConvFullWave = 132;
 
+// The 4-element vector type a CUDA pointwise group loads or stores a buffer of `t` as in one
+// access (16 bytes for f32, 8 for 16-bit types), or "" where it does not.
+std::string group_vector(DType t) {
+  return t == DType::f32    ? "float4"
+         : t == DType::bf16 ? "eqf_bf16x4"
+         : t == DType::f16  ? "eqf_f16x4"
+                            : "";
+}
+
 std::string imul(const std::string& a, const std::string& b) {
   if (is_zero(a) || is_zero(b)) return "0";
   if (is_one(a)) return b;
@@ -534,7 +543,11 @@ std::string Writer::elem(ValueId v, const Index& idx) {
       throw Error("codegen: internal: '" + g_.value(v).name + "' is read after its Concat",
                   Error::Kind::Internal);
     var = fresh("t");
-    if (group4_ && b->dtype == DType::f32 && type(v).dtype == DType::f32 && linear(v, idx) == "i") {
+    // A group reads a buffer at its own element in one vector access where the value is the
+    // buffer's elements widened to float (f32, or 16 bits: a 16-bit model's, or --precision's).
+    const bool widened =
+        type(v).dtype == DType::f32 || (type(v).dtype == b->dtype && b->dtype != DType::f32);
+    if (group4_ && !group_vector(b->dtype).empty() && widened && linear(v, idx) == "i") {
       size_t index = plan_.buffer_of.at(v);
       used_.insert(v);
       group_loads_.insert(index);
@@ -774,9 +787,11 @@ std::string Writer::body_pointwise(const Stage& s) {
   ValueId out = s.output;
   Index idx = decompose_value("i", out);
   std::string v = s.node == ir::kNoNode ? elem(s.source, idx) : compute(g_.node(s.node), idx);
-  if (group4_ && plan_.buffer(out)->dtype == DType::f32 && type(out).dtype == DType::f32) {
+  const DType stored = plan_.buffer(out)->dtype;
+  if (group4_ && !group_vector(stored).empty() &&
+      (type(out).dtype == DType::f32 || type(out).dtype == stored)) {
     used_.insert(out);
-    line(fmt::format("go[k] = {};", v));
+    line(fmt::format("go[k] = (float){};", v));
   } else {
     line(fmt::format("{} = {};", store_ref(out, "i", idx), v));
   }
@@ -2549,17 +2564,31 @@ std::string Writer::cuda_kernel(const std::string& name, const std::string& head
       if (partial_groups) loads += "    const bool whole = t * 4 + 4 <= elements;\n";
       // `pad`: the indentation of the statements, deeper inside the partial groups' branches.
       const std::string pad = partial_groups ? "      " : "    ";
+      // A vector's elements: .x .. .w of a float4, .v[0] .. .v[3] of the 16-bit vectors, as
+      // "e0 = x[0], e1 = x[1], ..." with `pattern` "{lane} = x[{k}]" ({lane}, {k} filled).
+      auto each_lane = [](const std::string& vec, const std::string& var,
+                          const std::string& pattern) {
+        std::string out;
+        for (int k = 0; k < 4; ++k) {
+          const std::string lane = vec == "float4" ? fmt::format("{}.{}", var, "xyzw"[k])
+                                                   : fmt::format("{}.v[{}]", var, k);
+          out += fmt::format(fmt::runtime(pattern), fmt::arg("lane", lane), fmt::arg("k", k));
+          out += k < 3 ? ", " : ";\n";
+        }
+        return out;
+      };
       for (size_t b : group_loads_) {
-        std::string vector_load = fmt::format(
-            "{}const float4 g{}v = *(const float4*)(p{} + t * 4);\n"
-            "{}g{}[0] = g{}v.x, g{}[1] = g{}v.y, g{}[2] = g{}v.z, g{}[3] = g{}v.w;\n",
-            pad, b, b, pad, b, b, b, b, b, b, b, b);
+        const std::string vec = group_vector(plan_.buffers[b].dtype);
+        std::string vector_load =
+            fmt::format("{}const {} g{}v = *(const {}*)(p{} + t * 4);\n", pad, vec, b, vec, b) +
+            pad +
+            each_lane(vec, fmt::format("g{}v", b), fmt::format("g{}[{{k}}] = (float){{lane}}", b));
         loads += fmt::format("    float g{}[4];\n", b);
         if (partial_groups)
           loads += fmt::format(
               "    if (whole) {{\n{}    }} else {{\n"
-              "      for (int k = 0; k < 4; ++k) g{}[k] = t * 4 + k < elements ? p{}[t * 4 + k] : "
-              "0.0f;\n    }}\n",
+              "      for (int k = 0; k < 4; ++k) g{}[k] = t * 4 + k < elements ? "
+              "(float)p{}[t * 4 + k] : 0.0f;\n    }}\n",
               vector_load, b, b);
         else
           loads += vector_load;
@@ -2567,16 +2596,17 @@ std::string Writer::cuda_kernel(const std::string& name, const std::string& head
       const bool grouped_store = indented.find("go[k] = ") != std::string::npos;
       if (grouped_store) {
         const size_t o = plan_.buffer_of.at(written);
+        const std::string vec = group_vector(plan_.buffers[o].dtype);
         loads += "    float go[4];\n";
-        store = fmt::format(
-            "{}{}float4 gov;\n{}gov.x = go[0], gov.y = go[1], gov.z = go[2], gov.w = go[3];\n"
-            "{}*(float4*)(p{} + t * 4) = gov;\n{}",
-            partial_groups ? "    if (whole) {\n" : "", pad, pad, pad, o,
-            partial_groups ? fmt::format("    }} else {{\n      for (int k = 0; k < 4; ++k)\n"
-                                         "        if (t * 4 + k < elements) p{}[t * 4 + k] = "
-                                         "go[k];\n    }}\n",
-                                         o)
-                           : "");
+        store = fmt::format("{}{}{} gov;\n{}{}{}*({}*)(p{} + t * 4) = gov;\n{}",
+                            partial_groups ? "    if (whole) {\n" : "", pad, vec, pad,
+                            each_lane(vec, "gov", "{lane} = go[{k}]"), pad, vec, o,
+                            partial_groups
+                                ? fmt::format("    }} else {{\n      for (int k = 0; k < 4; ++k)\n"
+                                              "        if (t * 4 + k < elements) p{}[t * 4 + k] = "
+                                              "go[k];\n    }}\n",
+                                              o)
+                                : "");
       }
       functions +=
           "  for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < n;\n"

@@ -10,8 +10,9 @@
 //   the item loop       | for over items, OpenMP parallel      | grid-stride loop over threads
 //   pointwise           | an element per item                  | 4 elements per thread; f32
 //                       |                                      | read or written at their own
-//                       |                                      | element in 128-bit accesses
-//                       |                                      | (a last partial group: one by
+//                       |                                      | element in 128-bit accesses,
+//                       |                                      | f16/bf16 in 64-bit ones (a
+//                       |                                      | last partial group: one by
 //                       |                                      | one)
 //   Softmax, LayerNorm  | one item per row, serial row loops   | a warp per row, lanes stride
 //                       |                                      | the row, shuffles combine;

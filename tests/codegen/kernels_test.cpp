@@ -779,8 +779,11 @@ TEST_CASE("--precision stores weights and intermediates at 16 bits, rounded to n
     }
     // The MatMul reads x rounded by a copy stage, so that on CUDA both operands go to GemmEx.
     CHECK(twin->plan().stages.front().source == plain.inputs()[0]);
-    CHECK(codegen::print_kernels(twin->plan(), codegen::Target::Cuda)
-              .find("cublasGemmStridedBatchedEx") != std::string::npos);
+    const std::string source = codegen::print_kernels(twin->plan(), codegen::Target::Cuda);
+    CHECK(source.find("cublasGemmStridedBatchedEx") != std::string::npos);
+    // The pointwise stage reads the 16-bit LayerNorm output 4 elements (8 bytes) at a time.
+    CHECK(source.find("const eqf_" + std::string(ir::dtype_name(precision)) + "x4 g") !=
+          std::string::npos);
     std::vector<ir::Tensor> got = twin->run(inputs);
     // The same roundings written out as Casts, in the interpreter: equal up to float sums; the
     // CUDA source (emulated) too.
@@ -812,15 +815,19 @@ TEST_CASE("f16 and bf16 models run in the twin: loads widen to float, stores rou
     std::vector<ir::Tensor> inputs = {random_tensor({3, 11}, 1).cast(t),
                                       random_tensor({11, 5}, 2).cast(t)};
     auto twin = codegen::CpuModule::build(g);
-    std::vector<ir::Tensor> got = twin->run(inputs);
     std::vector<ir::Tensor> want = ir::Interpreter(g).run(inputs);
-    REQUIRE(got[0].dtype() == t);
-    // One rounding of each stored tensor apart (the interpreter rounds after every op).
+    // One rounding of each stored tensor apart (the interpreter rounds after every op); on
+    // CUDA the pointwise stages load and store the 16-bit buffers 4 elements at a time.
     auto [rtol, atol] = codegen::precision_tolerance(t);
-    for (size_t k = 0; k < got.size(); ++k) {
-      frontend::Comparison c = frontend::compare_tensors(got[k], want[k], rtol, atol);
-      INFO(ir::dtype_name(t) << " output " << k << ": " << c.str());
-      CHECK(c.match);
+    for (const char* where : {"twin", "CUDA, emulated"}) {
+      std::vector<ir::Tensor> got =
+          std::string(where) == "twin" ? twin->run(inputs) : testing::run_cuda_emulated(g, inputs);
+      REQUIRE(got[0].dtype() == t);
+      for (size_t k = 0; k < got.size(); ++k) {
+        frontend::Comparison c = frontend::compare_tensors(got[k], want[k], rtol, atol);
+        INFO(where << ", " << ir::dtype_name(t) << " output " << k << ": " << c.str());
+        CHECK(c.match);
+      }
     }
   }
 }
