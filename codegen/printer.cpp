@@ -1301,21 +1301,21 @@ void Writer::body_attention_mma(
   line("#pragma unroll");
   line(fmt::format("for (int u = 0; u < {}; ++u) {}[u][0] = {}[u][1] = {}[u][2] = {}[u][3] = 0;",
                    out_tiles, o, o, o, o));
-  // Q's A fragments: register i of step ks holds row g + 8 (i & 1), depths 2 tg + 8 (i >> 1)
+  // Q's A fragments: register fr of step ks holds row g + 8 (fr & 1), depths 2 tg + 8 (fr >> 1)
   // and one more, of the step's 16.
   open(fmt::format("if ({})", active));
   line("#pragma unroll");
   open(fmt::format("for (int ks = 0; ks < {}; ++ks)", steps));
   line("#pragma unroll");
-  open("for (int i = 0; i < 4; ++i)");
+  open("for (int fr = 0; fr < 4; ++fr)");
   std::string row = fresh("row"), col = fresh("col"), lo = fresh("lo"), hi = fresh("hi");
-  line(
-      fmt::format("const int64_t {} = {} + {} + 8 * (i & 1), {} = ks * 16 + 2 * {} + 8 * (i >> 1);",
-                  row, rw, g, col, tg));
+  line(fmt::format(
+      "const int64_t {} = {} + {} + 8 * (fr & 1), {} = ks * 16 + 2 * {} + 8 * (fr >> 1);", row, rw,
+      g, col, tg));
   guarded(lo, fmt::format("{} < {} && {} < {}", row, rows, col, depth), q, row, col);
   guarded(hi, fmt::format("{} < {} && {} + 1 < {}", row, rows, col, depth), q, row,
           "(" + col + " + 1)");
-  line(fmt::format("{}[ks][i] = {};", qa, pack(lo, hi)));
+  line(fmt::format("{}[ks][fr] = {};", qa, pack(lo, hi)));
   close();
   close();
   close();
@@ -1352,7 +1352,7 @@ void Writer::body_attention_mma(
   }
   line("__syncthreads();");
   open(fmt::format("if ({})", active));
-  // S = Q·K: n-tile nt holds keys 8 nt + 2 tg + (i & 1) of rows g + 8 (i >> 1).
+  // S = Q·K: n-tile nt holds keys 8 nt + 2 tg + (fr & 1) of rows g + 8 (fr >> 1).
   std::string sc = fresh("s"), mx = fresh("mx"), alpha = fresh("alpha"), pa = fresh("pa");
   line(fmt::format("float {}[{}][4];", sc, tiles));
   line("#pragma unroll");
@@ -1372,18 +1372,18 @@ void Writer::body_attention_mma(
   line("#pragma unroll");
   open(fmt::format("for (int nt = 0; nt < {}; ++nt)", tiles));
   line("#pragma unroll");
-  open("for (int i = 0; i < 4; ++i)");
+  open("for (int fr = 0; fr < 4; ++fr)");
   row = fresh("row");
   std::string key = fresh("key"), x = fresh("x");
-  line(
-      fmt::format("const int64_t {} = {} + {} + 8 * (i >> 1), {} = {} + nt * 8 + 2 * {} + (i & 1);",
-                  row, rw, g, key, j0, tg));
+  line(fmt::format(
+      "const int64_t {} = {} + {} + 8 * (fr >> 1), {} = {} + nt * 8 + 2 * {} + (fr & 1);", row, rw,
+      g, key, j0, tg));
   line(fmt::format("float {} = -INFINITY;", x));
   open(fmt::format("if ({} < {} && {} < {})", row, rows, key, keys));
-  line(fmt::format("{} = (float){};", x, logit(row, key, sc + "[nt][i]")));
+  line(fmt::format("{} = (float){};", x, logit(row, key, sc + "[nt][fr]")));
   close();
-  line(fmt::format("{}[nt][i] = {};", sc, x));
-  line(fmt::format("{}[i >> 1] = eqf_max({}[i >> 1], {});", mx, mx, x));
+  line(fmt::format("{}[nt][fr] = {};", sc, x));
+  line(fmt::format("{}[fr >> 1] = eqf_max({}[fr >> 1], {});", mx, mx, x));
   close();
   close();
   line(fmt::format("float {}[2];", alpha));
@@ -1399,7 +1399,7 @@ void Writer::body_attention_mma(
   line("#pragma unroll");
   open(fmt::format("for (int u = 0; u < {}; ++u)", out_tiles));
   line("#pragma unroll");
-  line(fmt::format("for (int i = 0; i < 4; ++i) {}[u][i] *= {}[i >> 1];", o, alpha));
+  line(fmt::format("for (int fr = 0; fr < 4; ++fr) {}[u][fr] *= {}[fr >> 1];", o, alpha));
   close();
   // P, rounded to 16 bits, as A fragments: step ks's registers are n-tiles 2 ks (registers 0,
   // 1) and 2 ks + 1 (registers 2, 3), rows g and g + 8. The sums add what P·V multiplies.
@@ -1419,7 +1419,7 @@ void Writer::body_attention_mma(
                    pa, p0, p1));
   close();
   close();
-  // O += P·V: n-tile u holds widths 8 u + 2 tg + (i & 1).
+  // O += P·V: n-tile u holds widths 8 u + 2 tg + (fr & 1).
   line("#pragma unroll");
   open(fmt::format("for (int ks = 0; ks < {}; ++ks)", tiles / 2));
   line("#pragma unroll");
@@ -1443,13 +1443,13 @@ void Writer::body_attention_mma(
   line("#pragma unroll");
   open(fmt::format("for (int u = 0; u < {}; ++u)", out_tiles));
   line("#pragma unroll");
-  open("for (int i = 0; i < 4; ++i)");
+  open("for (int fr = 0; fr < 4; ++fr)");
   row = fresh("row");
   col = fresh("col");
-  line(fmt::format("const int64_t {} = {} + {} + 8 * (i >> 1), {} = u * 8 + 2 * {} + (i & 1);", row,
-                   rw, g, col, tg));
+  line(fmt::format("const int64_t {} = {} + {} + 8 * (fr >> 1), {} = u * 8 + 2 * {} + (fr & 1);",
+                   row, rw, g, col, tg));
   open(fmt::format("if ({} < {} && {} < {})", row, rows, col, width));
-  line(fmt::format("{} = {}[u][i] * {}[i >> 1];", store({row, col}), o, l));
+  line(fmt::format("{} = {}[u][fr] * {}[fr >> 1];", store({row, col}), o, l));
   close();
   close();
   close();
@@ -2724,6 +2724,7 @@ struct EqfConv {
 struct EqfConvChoice {
   EqfConv conv;
   int state;
+  int fusable;  // conv.fused where cuDNN took the fused form's descriptors, else 0
   cudnnTensorDescriptor_t x, y, bias;
   cudnnFilterDescriptor_t w;
   cudnnConvolutionDescriptor_t desc;
@@ -2811,14 +2812,17 @@ static int eqf_cudnn_prepare(EqfConvChoice* c, cudnnConvolutionFwdAlgoPerf_t* ca
       cudnnSetConvolutionGroupCount(c->desc, v->groups) ||
       cudnnSetConvolutionMathType(c->desc, f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH))
     return 0;
-  // The fused form's bias (one per output channel, in y's type) and activation.
-  if (v->fused &&
-      (cudnnCreateTensorDescriptor(&c->bias) || cudnnCreateActivationDescriptor(&c->act) ||
-       cudnnSetTensor4dDescriptor(c->bias, CUDNN_TENSOR_NCHW, v->type, 1, v->y[1], 1, 1) ||
-       cudnnSetActivationDescriptor(
-           c->act, v->fused == 2 ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
-           CUDNN_PROPAGATE_NAN, 0.0)))
-    return 0;
+  // The fused form's bias (one per output channel, in y's type) and activation; without them
+  // the other forms remain.
+  c->fusable =
+      v->fused && !cudnnCreateTensorDescriptor(&c->bias) &&
+              !cudnnCreateActivationDescriptor(&c->act) &&
+              !cudnnSetTensor4dDescriptor(c->bias, CUDNN_TENSOR_NCHW, v->type, 1, v->y[1], 1, 1) &&
+              !cudnnSetActivationDescriptor(
+                  c->act, v->fused == 2 ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                  CUDNN_PROPAGATE_NAN, 0.0)
+          ? v->fused
+          : 0;
   cudnnConvolutionFwdAlgoPerf_t perf[8];
   int found = 0, kept = 0;
   if (cudnnGetConvolutionForwardAlgorithm_v7(h, c->x, c->w, c->desc, c->y, 8, &found, perf))
@@ -2940,8 +2944,9 @@ static int eqf_conv_run(int stage, EqfConvChoices* cs, const EqfConv& conv, size
     const int count = eqf_cudnn_prepare(c, candidates, st);
     // The fused form takes ReLU with any algorithm, the identity only with PRECOMP_GEMM.
     auto fusable = [&](int k) {
-      return conv.fused == 2 ||
-             (conv.fused == 1 && candidates[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
+      return c->fusable == 2 ||
+             (c->fusable == 1 &&
+              candidates[k].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM);
     };
     float ms_kernels = -1, ms_library = -1;
     int fastest = -1;  // cuDNN's fastest algorithm here
@@ -2968,7 +2973,8 @@ static int eqf_conv_run(int stage, EqfConvChoices* cs, const EqfConv& conv, size
       if (best >= 0 && (ms_kernels < 0 || ms_library < ms_kernels) &&
           !eqf_cudnn_use(c, &candidates[best])) {
         c->state = best_state;
-        if (eqf_conv_check(stage, c, trial, out_bytes, kernels, form, st)) {
+        // (Kernels that failed to run leave nothing to check against.)
+        if (ms_kernels >= 0 && eqf_conv_check(stage, c, trial, out_bytes, kernels, form, st)) {
           cudaFree(trial);
           return -1;
         }
@@ -2984,7 +2990,16 @@ static int eqf_conv_run(int stage, EqfConvChoices* cs, const EqfConv& conv, size
               conv.w[3], fastest, ms_library, ms_kernels,
               c->state == 3 ? "cuDNN fused" : c->state == 2 ? "cuDNN" : "kernels");
   }
-  return c->state == 1 ? kernels(out) : form(out);
+  if (c->state == 3) {
+    if (!fused(out, c)) return 0;
+    // E.g. cuDNN refuses the form where it was forced untried.
+    fprintf(stderr,
+            "eqfuse: stage %d: cuDNN's fused convolution failed: cuDNN and the finish kernel from "
+            "now on\n",
+            stage);
+    c->state = 2;
+  }
+  return c->state == 1 ? kernels(out) : library(out, c);
 }
 #endif
 

@@ -417,6 +417,32 @@ TEST_CASE("CUDA attention on tensor cores at 16 bits: masks, partial tiles, padd
   }
 }
 
+TEST_CASE("CUDA attention on tensor cores: no batch dims, a stored scale of one element") {
+  // One item of 37 query rows and a scale read from a buffer: the item's index is the kernel's
+  // loop counter `i`, which the fragment loops must not shadow.
+  GraphBuilder b;
+  ValueId q = b.input("q", DType::f32, {Dim(37), Dim(8)});
+  ValueId k = b.input("k", DType::f32, {Dim(67), Dim(8)});
+  ValueId v = b.input("v", DType::f32, {Dim(67), Dim(5)});
+  ValueId scale = b.weight("scale", ir::Tensor::from_vector<float>(DType::f32, {1}, {0.35f}));
+  b.output(kernel(b, "(MatMul (Softmax :axis -1 (Mul (MatMul ?0 (Transpose ?1)) ?2)) ?3)",
+                  {q, k, scale, v}));
+  ir::Graph g = std::move(b).finish();
+  std::vector<ir::Tensor> inputs = {random_tensor({37, 8}, 1), random_tensor({67, 8}, 2),
+                                    random_tensor({67, 5}, 3)};
+  codegen::PlanOptions options;
+  options.precision = DType::f16;
+  const std::string cuda =
+      codegen::print_kernels(codegen::make_plan(g, options), codegen::Target::Cuda);
+  CHECK(cuda.find("eqf_mma_f16(") != std::string::npos);
+  std::vector<ir::Tensor> want = codegen::CpuModule::build(g, nullptr, {}, options)->run(inputs);
+  std::vector<ir::Tensor> got = testing::run_cuda_emulated(g, inputs, options);
+  auto [rtol, atol] = codegen::precision_tolerance(DType::f16);
+  frontend::Comparison c = frontend::compare_tensors(got[0], want[0], rtol, atol);
+  INFO(c.str());
+  CHECK(c.match);
+}
+
 TEST_CASE("attention reads heads split out of the projections through their index maps") {
   // Q, K and V are (n, 13, 8) projections split into 2 heads of 4 by Reshape and Transpose, as
   // the shared transformers write it: the attention stage reads them where they lie.
