@@ -578,10 +578,8 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     std::vector<ValueId> reads(s.reads.begin(), s.reads.end());
     if (i > 0) {
       const Stage& before = plan.stages[i - 1];
-      const bool contraction = before.kind == StageKind::Conv ||
-                               before.kind == StageKind::MatMul || before.kind == StageKind::Gemm;
       auto it = std::find(reads.begin(), reads.end(), before.output);
-      if (contraction && it != reads.end()) std::rotate(reads.begin(), it, it + 1);
+      if (takes_epilogue(before.kind) && it != reads.end()) std::rotate(reads.begin(), it, it + 1);
     }
     for (ValueId r : reads) {
       auto in = life_of.find(r);

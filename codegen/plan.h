@@ -40,6 +40,11 @@ enum class StageKind {
   Attention,  // MatMul(Softmax(pointwise(MatMul(Q, K))), V), Stage::attention
 };
 std::string_view stage_kind_name(StageKind kind);
+// The contractions, which may compute the pointwise stage right after them where they store
+// (Stage::last_read_at_own_element).
+inline bool takes_epilogue(StageKind kind) {
+  return kind == StageKind::Conv || kind == StageKind::MatMul || kind == StageKind::Gemm;
+}
 
 struct Stage {
   StageKind kind = StageKind::Pointwise;

@@ -85,9 +85,10 @@ constexpr int kTileAccumulators = 8;  // vector accumulators per tile (of 16 reg
 constexpr int kAttentionWarps = 8;    // CUDA attention: query rows per item, a warp each
 static_assert(kAttentionWarps * 32 == 256, "an attention item is one block of the launch's 256");
 // CUDA attention on tensor cores (body_attention_mma): each of an item's 8 warps takes 16 query
-// rows; the keys come in blocks of kMmaKeys; Q's depth and V's width, padded to whole steps of
-// 16, are at most kMmaMaxHead (so that a warp's fragments stay in registers).
-constexpr int64_t kMmaKeys = 64, kMmaMaxHead = 128;
+// rows; the keys come in blocks of kMmaKeys. Q's depth and V's width, padded to whole steps of
+// 16, are at most 128 in every attention stage (the plan's limit), so a warp's fragments stay in
+// registers.
+constexpr int64_t kMmaKeys = 64;
 // CUDA convolution tiles (body_conv_gemm): output channels by pixels, in slices of kConvTileK
 // k staged in shared memory. A convolution runs in the largest of its tiles of which there
 // are at least kConvFullWave (one per SM of an H200), so that small batches still fill the GPU.
@@ -146,8 +147,7 @@ class Writer {
   // The pointwise stage after contraction stage `index` that may be printed inside it.
   const Stage* epilogue_after(size_t index) const {
     const Stage& s = plan_.stages[index];
-    if (s.kind != StageKind::Conv && s.kind != StageKind::MatMul && s.kind != StageKind::Gemm)
-      return nullptr;
+    if (!takes_epilogue(s.kind)) return nullptr;
     if (!plan_.epilogues_in_contractions || index + 1 >= plan_.stages.size()) return nullptr;
     const Stage& next = plan_.stages[index + 1];
     return next.last_read_at_own_element == s.output ? &next : nullptr;
@@ -1239,9 +1239,6 @@ std::optional<DType> Writer::attention_mma_type(const Stage& s) const {
   if (target_ != Target::Cuda || s.kind != StageKind::Attention) return std::nullopt;
   const ir::Node& qk = g_.node(s.attention->scores);
   const ValueId q = qk.inputs[0], k = qk.inputs[1], v = g_.node(s.node).inputs[1];
-  if (type(q).shape[rank(q) - 1].value() > kMmaMaxHead ||
-      type(v).shape[rank(v) - 1].value() > kMmaMaxHead)
-    return std::nullopt;
   // Under --precision the operands are rounded to it where they are loaded, as they would be
   // where stored; a model of 16-bit operands multiplies in their type.
   if (plan_.precision != DType::f32) return plan_.precision;
