@@ -168,29 +168,18 @@ template <typename To, typename From> EQF_FN To eqf_store(From x) {
 }
 #if defined(__CUDACC__)
 // Warp-wide combines for row reductions (every lane gets the result).
-__device__ __forceinline__ float eqf_warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ double eqf_warp_sum(double v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ float eqf_warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = eqf_max(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
-__device__ __forceinline__ double eqf_warp_max(double v) {
-  for (int o = 16; o > 0; o >>= 1) v = eqf_max(v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
-}
+#define EQF_WARP_COMBINE(name, T, op)                                                  \
+  __device__ __forceinline__ T eqf_warp_##name(T v) {                                  \
+    for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o)); \
+    return v;                                                                          \
+  }
 // Block-wide combines for rows a whole block of 8 warps takes (every thread gets the result, in
 // the same order of operations): each warp's, then the 8 in shared memory. Every thread of the
 // block must call them; the second barrier lets the next call reuse the partials.
-#define EQF_BLOCK_COMBINE(name, T, warp, op)                 \
+#define EQF_BLOCK_COMBINE(name, T, op)                       \
   __device__ __forceinline__ T eqf_block_##name(T v) {       \
     __shared__ T part[8];                                    \
-    v = warp(v);                                             \
+    v = eqf_warp_##name(v);                                  \
     if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v; \
     __syncthreads();                                         \
     v = part[0];                                             \
@@ -198,11 +187,18 @@ __device__ __forceinline__ double eqf_warp_max(double v) {
     __syncthreads();                                         \
     return v;                                                \
   }
-EQF_BLOCK_COMBINE(sum, float, eqf_warp_sum, eqf_add)
-EQF_BLOCK_COMBINE(sum, double, eqf_warp_sum, eqf_add)
-EQF_BLOCK_COMBINE(max, float, eqf_warp_max, eqf_max)
-EQF_BLOCK_COMBINE(max, double, eqf_warp_max, eqf_max)
+#define EQF_COMBINES(name, op)          \
+  EQF_WARP_COMBINE(name, float, op)     \
+  EQF_WARP_COMBINE(name, double, op)    \
+  EQF_BLOCK_COMBINE(name, float, op)    \
+  EQF_BLOCK_COMBINE(name, double, op)
+EQF_COMBINES(sum, eqf_add)
+EQF_COMBINES(max, eqf_max)
+EQF_COMBINES(min, eqf_min)
+EQF_COMBINES(prod, eqf_mul)
+#undef EQF_COMBINES
 #undef EQF_BLOCK_COMBINE
+#undef EQF_WARP_COMBINE
 #endif
 )eqf";
 }

@@ -429,9 +429,31 @@ class Writer {
     DType operand_type = DType::f32, out_type = DType::f32;  // the buffers'
   };
   std::optional<LibraryGemm> library_gemm(const Stage& s);
-  // The host code of one cuBLAS strided-batched call (CUDA) or of CBLAS calls, one per batch
-  // entry (the C++ twin built with EQFUSE_CBLAS); "" where library_gemm does not apply.
-  std::string cublas_call(const Stage& s, size_t index);
+  // The host code of one cuBLAS strided-batched call (CUDA; `cublas_expression` the call, true
+  // where it failed) or of CBLAS calls, one per batch entry (the C++ twin built with
+  // EQFUSE_CBLAS; "" where library_gemm does not apply).
+  std::string cublas_expression(const LibraryGemm& g) const;
+  std::string cublas_call(const Stage& s, size_t index, const LibraryGemm& g);
+  // A library product in a generated tree through cuBLASLt with its epilogue,
+  // D = act(alpha A B + beta C + bias), where that computes exactly the Gemm's own C term and the
+  // pointwise stage after the product (when that stage may merge as its epilogue: an Add tree
+  // over the product, at most one bias of one element per column and at most one stored matrix
+  // of the product's shape, under nothing or a Relu). The stage it merges then runs only where
+  // cuBLASLt takes no algorithm for the shape (`eqf_unfused_s<index>`, after cuBLAS), as does the
+  // Gemm's C kernel. Not in the hosted form (`eqfuse run`), which keeps cuBLAS and the kernels.
+  struct LtEpilogue {
+    ValueId bias = ir::kNoValue;  // one element per column of the product
+    ValueId c = ir::kNoValue;     // the product's shape, times beta
+    double beta = 0;
+    bool relu = false;
+    const Stage* merged = nullptr;   // the pointwise stage it computes, or none
+    ValueId written = ir::kNoValue;  // D
+  };
+  std::optional<LtEpilogue> cublaslt_epilogue(const Stage& s, size_t index) const;
+  std::string cublaslt_call(const Stage& s, size_t index, const LibraryGemm& g,
+                            const LtEpilogue& e);
+  // The stage a cuBLASLt call computes, printed to run only where cuBLASLt took no algorithm.
+  std::optional<size_t> lt_fallback_;
   // CUDA host code: an event before stage `index` when profiling.
   std::string record_event(size_t index) const {
     return hosted_ ? fmt::format("if (H->record) H->record(H->ctx, {});", index)
@@ -485,6 +507,7 @@ class Writer {
 
  public:
   bool uses_cublas = false;
+  bool uses_cublaslt = false;
   bool uses_cblas = false;
   bool uses_cudnn = false;
   bool uses_mma = false;  // kMmaHelpers
@@ -842,14 +865,47 @@ std::string Writer::body_reduce(const Stage& s) {
       in_idx[k] = oidx[o++];
     }
   }
+  // On CUDA, where the reduced axes are the input's last ones (a row of consecutive elements,
+  // e.g. GlobalAveragePool's pixels) and at least a warp's width or of run-time extent, a warp
+  // takes each output element (a block where the row is static and over kMaxCachedRow): its
+  // lanes stride the row and combine their partial results. Elsewhere (a row shorter than a
+  // warp, or reduced axes that are not the last, where consecutive outputs read consecutive
+  // elements) a thread takes each output element and loops over its row.
+  const bool suffix = !loops.empty() && loops.front() + loops.size() == r;
+  const std::optional<int64_t> static_count =
+      suffix ? std::optional<int64_t>(ir::Shape(std::vector<ir::Dim>(type(in).shape.dims().begin() +
+                                                                         int64_t(loops.front()),
+                                                                     type(in).shape.dims().end()))
+                                          .numel())
+             : std::nullopt;
+  warp_rows_ = target_ == Target::Cuda && suffix && (ct == "float" || ct == "double") &&
+               (!static_count || *static_count >= 32);
+  if (warp_rows_ && static_count && *static_count > kMaxCachedRow)
+    block_rows_ = block_items_ = true;
+  std::vector<std::string> row_dims;
+  std::vector<bool> row_one;
+  for (size_t k : loops) {
+    row_dims.push_back(dim(in, k));
+    row_one.push_back(dim_is_one(in, k));
+  }
+  // `body` accumulates the row's element x; `combine` names the warp or block combine of the
+  // partial results of the row's lanes ("sum", "max", ...).
   auto loop_nest = [&](const std::function<void(const std::string&)>& body) {
-    for (size_t k : loops)
-      open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", in_idx[k], in_idx[k], dim(in, k),
-                       in_idx[k]));
-    if (loops.empty()) open("");
+    if (warp_rows_) {
+      const std::string j = fresh("j");
+      line("#pragma unroll 4");  // loads in flight
+      open(row_loop(j, count));
+      const Index tail = decompose(j, row_dims, row_one);
+      for (size_t q = 0; q < loops.size(); ++q) in_idx[loops[q]] = tail[q];
+    } else {
+      for (size_t k : loops)
+        open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", in_idx[k], in_idx[k], dim(in, k),
+                         in_idx[k]));
+      if (loops.empty()) open("");
+    }
     std::string x = elem(in, in_idx);
     body(storage_type(type(in).dtype) == ct ? x : "(" + ct + ")" + x);
-    for (size_t k = 0; k < std::max<size_t>(loops.size(), 1); ++k) close();
+    for (size_t k = 0; k < (warp_rows_ ? 1 : std::max<size_t>(loops.size(), 1)); ++k) close();
   };
   std::string acc = fresh("acc");
   bool is_max = op == "ReduceMax", is_min = op == "ReduceMin";
@@ -862,9 +918,11 @@ std::string Writer::body_reduce(const Stage& s) {
     std::string m = fresh("m");
     line(fmt::format("{} {} = ({})(-INFINITY);", ct, m, ct));
     loop_nest([&](const std::string& x) { line(fmt::format("{} = eqf_max({}, {});", m, m, x)); });
+    row_combine("max", m);
     line(fmt::format("{} {} = {};", ct, acc, literal(0, ct)));
     loop_nest(
         [&](const std::string& x) { line(fmt::format("{} += eqf_exp({} - {});", acc, x, m)); });
+    row_combine("sum", acc);
     result = fmt::format("{} + eqf_log({})", m, acc);
   } else {
     line(fmt::format("{} {} = {};", ct, acc, init));
@@ -882,13 +940,17 @@ std::string Writer::body_reduce(const Stage& s) {
       else
         line(fmt::format("{} += {};", acc, x));
     });
+    row_combine(is_max ? "max" : is_min ? "min" : op == "ReduceProd" ? "prod" : "sum", acc);
     result = acc;
     if (op == "ReduceMean") result = fmt::format("{} / ({})({})", acc, ct, count);
     if (op == "ReduceL2") result = fmt::format("eqf_sqrt({})", acc);
     if (op == "ReduceLogSum") result = fmt::format("eqf_log({})", acc);
   }
+  // Every lane holds the combined result; one stores it.
+  if (warp_rows_) open(block_rows_ ? "if (threadIdx.x == 0)" : "if (lane == 0)");
   std::string st = storage_type(type(out).dtype);
   line(fmt::format("{}[i] = eqf_store<{}, {}>({});", ptr(out), st, ct, result));
+  if (warp_rows_) close();
   return numel(out);
 }
 
@@ -2193,6 +2255,12 @@ std::optional<Writer::LibraryGemm> Writer::library_gemm(const Stage& s) {
   if (!sa || !sb) return std::nullopt;
   g.stride_a = *sa;
   g.stride_b = *sb;
+  // A batch of row-major A's against one B is one product of the stacked rows.
+  if (g.batch != "1" && g.stride_b == "0" && g.stride_a != "0" && !c.trans_a) {
+    g.m = imul(g.batch, g.m);
+    g.batch = "1";
+    g.stride_a = "0";
+  }
   g.trans_a = c.trans_a;
   g.trans_b = c.trans_b;
   g.lda = c.trans_a ? g.m : g.k;  // row-major leading dims
@@ -2209,37 +2277,35 @@ std::string cuda_data_type(DType t) {
   return t == DType::bf16 ? "CUDA_R_16BF" : t == DType::f16 ? "CUDA_R_16F" : "CUDA_R_32F";
 }
 
-std::string Writer::cublas_call(const Stage& s, size_t index) {
-  auto g = library_gemm(s);
-  if (!g) return "";
-  const ir::Node& n = g_.node(s.node);
+std::string Writer::cublas_expression(const LibraryGemm& g) const {
   // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first. f32 operands go to
   // SGEMM; 16-bit ones (--precision) to GemmEx, accumulating in f32 on tensor cores.
-  bool sgemm = g->operand_type == DType::f32;
-  std::string call;
   if (hosted_)  // EqfHost::gemm, types as ONNX codes
-    call = fmt::format(
+    return fmt::format(
         "H->gemm(H->ctx, {}, {}, n, m, k, alpha, {}, {}, (int64_t)({}), (int64_t)({}), {}, {}, "
         "(int64_t)({}), (int64_t)({}), {}, {}, n, m * n, batch)",
-        int(g->trans_b), int(g->trans_a), g->b, ir::onnx_dtype_code(g->operand_type), g->ldb,
-        g->stride_b, g->a, ir::onnx_dtype_code(g->operand_type), g->lda, g->stride_a, g->out,
-        ir::onnx_dtype_code(g->out_type));
-  else if (sgemm)
-    call = fmt::format(
+        int(g.trans_b), int(g.trans_a), g.b, ir::onnx_dtype_code(g.operand_type), g.ldb, g.stride_b,
+        g.a, ir::onnx_dtype_code(g.operand_type), g.lda, g.stride_a, g.out,
+        ir::onnx_dtype_code(g.out_type));
+  if (g.operand_type == DType::f32)
+    return fmt::format(
         "cublasSgemmStridedBatched(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, &alpha, {}, "
         "(int)({}), (long long)({}), {}, (int)({}), (long long)({}), &beta, {}, (int)n, (long "
         "long)(m * n), (int)batch) != CUBLAS_STATUS_SUCCESS",
-        g->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N",
-        g->b, g->ldb, g->stride_b, g->a, g->lda, g->stride_a, g->out);
-  else
-    call = fmt::format(
-        "cublasGemmStridedBatchedEx(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, &alpha, {}, "
-        "{}, (int)({}), (long long)({}), {}, {}, (int)({}), (long long)({}), &beta, {}, {}, "
-        "(int)n, (long long)(m * n), (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != "
-        "CUBLAS_STATUS_SUCCESS",
-        g->trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g->trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N",
-        g->b, cuda_data_type(g->operand_type), g->ldb, g->stride_b, g->a,
-        cuda_data_type(g->operand_type), g->lda, g->stride_a, g->out, cuda_data_type(g->out_type));
+        g.trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g.trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g.b,
+        g.ldb, g.stride_b, g.a, g.lda, g.stride_a, g.out);
+  return fmt::format(
+      "cublasGemmStridedBatchedEx(eqf_cublas(st), {}, {}, (int)n, (int)m, (int)k, &alpha, {}, "
+      "{}, (int)({}), (long long)({}), {}, {}, (int)({}), (long long)({}), &beta, {}, {}, "
+      "(int)n, (long long)(m * n), (int)batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != "
+      "CUBLAS_STATUS_SUCCESS",
+      g.trans_b ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g.trans_a ? "CUBLAS_OP_T" : "CUBLAS_OP_N", g.b,
+      cuda_data_type(g.operand_type), g.ldb, g.stride_b, g.a, cuda_data_type(g.operand_type), g.lda,
+      g.stride_a, g.out, cuda_data_type(g.out_type));
+}
+
+std::string Writer::cublas_call(const Stage& s, size_t index, const LibraryGemm& g) {
+  const ir::Node& n = g_.node(s.node);
   return fmt::format(
       "  {{  // stage {}: {} '{}' as cuBLAS {} (strided batched)\n"
       "    {}\n"
@@ -2249,8 +2315,128 @@ std::string Writer::cublas_call(const Stage& s, size_t index) {
       "    if (m > 0 && n > 0 && batch > 0 &&\n"
       "        {})\n"
       "      return -1;\n  }}\n",
-      index, n.op_type, g_.value(s.output).name, sgemm ? "SGEMM" : "GemmEx", record_event(index),
-      g->alpha, g->m, g->n, g->k, g->batch, call);
+      index, n.op_type, g_.value(s.output).name, g.operand_type == DType::f32 ? "SGEMM" : "GemmEx",
+      record_event(index), g.alpha, g.m, g.n, g.k, g.batch, cublas_expression(g));
+}
+
+std::optional<Writer::LtEpilogue> Writer::cublaslt_epilogue(const Stage& s, size_t index) const {
+  if (target_ != Target::Cuda || hosted_) return std::nullopt;
+  const Contraction c = contraction(g_, g_.node(s.node));
+  const Buffer* out = plan_.buffer(s.output);
+  const DType t = out->dtype;
+  const ir::Shape& shape = type(s.output).shape;
+  if (shape.rank() == 0) return std::nullopt;
+  // A stored value cuBLASLt may read: one element per column of the product (its bias), or the
+  // product's shape (its C).
+  auto stored = [&](ValueId v) {
+    const Buffer* b = plan_.buffer(v);
+    return b && !b->slice_of && b->dtype == t;
+  };
+  auto is_bias = [&](ValueId v) {
+    const ir::Shape& vs = type(v).shape;
+    if (!stored(v) || vs.rank() == 0 || !(vs.dims().back() == shape.dims().back())) return false;
+    for (size_t k = 0; k + 1 < vs.rank(); ++k)
+      if (!dim_is_one(v, k)) return false;
+    return true;
+  };
+  auto is_matrix = [&](ValueId v) { return stored(v) && type(v).shape == shape; };
+  LtEpilogue e;
+  e.written = s.output;
+  if (c.c != ir::kNoValue && c.beta != 0) {  // the Gemm's own beta C
+    if (is_bias(c.c) && c.beta == 1)
+      e.bias = c.c;
+    else if (is_matrix(c.c))
+      e.c = c.c, e.beta = c.beta;
+    else
+      return std::nullopt;
+  }
+  // The pointwise stage after the product, where it computes act(product + terms): an Add tree
+  // over the product, at most one bias and at most one matrix, under nothing or a Relu.
+  if (const Stage* next = epilogue_after(index)) {
+    LtEpilogue m = e;
+    int products = 0;
+    std::function<bool(ValueId)> terms = [&](ValueId v) -> bool {
+      if (v == s.output) return ++products == 1;
+      if (plan_.buffer(v)) {
+        if (m.bias == ir::kNoValue && is_bias(v)) return m.bias = v, true;
+        if (m.c == ir::kNoValue && is_matrix(v)) return m.c = v, m.beta = 1, true;
+        return false;
+      }
+      const ir::NodeId p = g_.value(v).producer;
+      if (p == ir::kNoNode || g_.node(p).op_type != "Add" || g_.node(p).inputs.size() != 2)
+        return false;
+      return terms(g_.node(p).inputs[0]) && terms(g_.node(p).inputs[1]);
+    };
+    const ir::Node& top = g_.node(next->node);
+    ValueId sum = next->output;
+    bool ok = stored(next->output) && written_buffer(next->output) == next->output &&
+              type(next->output).shape == shape;
+    if (ok && top.op_type == "Relu") {
+      m.relu = true;
+      sum = top.inputs[0];
+    } else if (ok && top.op_type != "Add") {
+      ok = false;
+    }
+    if (ok && sum == next->output) {  // the stage's own Add
+      ok = top.inputs.size() == 2 && terms(top.inputs[0]) && terms(top.inputs[1]);
+    } else if (ok) {
+      ok = terms(sum);
+    }
+    if (ok && products == 1) {
+      m.merged = next;
+      m.written = next->output;
+      e = m;
+    }
+  }
+  if (!e.merged && e.bias == ir::kNoValue && e.c == ir::kNoValue) return std::nullopt;
+  return e;
+}
+
+std::string Writer::cublaslt_call(const Stage& s, size_t index, const LibraryGemm& g,
+                                  const LtEpilogue& e) {
+  const ir::Node& n = g_.node(s.node);
+  const char* epilogue = e.bias != ir::kNoValue
+                             ? (e.relu ? "CUBLASLT_EPILOGUE_RELU_BIAS" : "CUBLASLT_EPILOGUE_BIAS")
+                         : e.relu ? "CUBLASLT_EPILOGUE_RELU"
+                                  : "CUBLASLT_EPILOGUE_DEFAULT";
+  std::string what;
+  if (e.c != ir::kNoValue)
+    what += e.beta == 1 ? fmt::format(" + '{}'", g_.value(e.c).name)
+                        : fmt::format(" + {} * '{}'", e.beta, g_.value(e.c).name);
+  if (e.bias != ir::kNoValue) what += fmt::format(" + bias '{}'", g_.value(e.bias).name);
+  if (e.relu)
+    what = "relu(product" + what + ")";
+  else
+    what = "product" + what;
+  if (e.merged)
+    what += fmt::format(", stage {}'s {} -> '{}'", index + 1, g_.node(e.merged->node).op_type,
+                        g_.value(e.merged->output).name);
+  const std::string c = e.c != ir::kNoValue ? ptr(e.c) : "0";
+  const std::string bias = e.bias != ir::kNoValue ? ptr(e.bias) : "0";
+  const std::string d = ptr(e.written);
+  used_.clear();
+  // Column-major, as for cuBLAS: D^T = B^T A^T, the bias one element per row of D^T.
+  return fmt::format(
+      "  int eqf_unfused_s{} = 0;  // 1: cuBLASLt took no algorithm; cuBLAS, then the kernels\n"
+      "  {{  // stage {}: {} '{}' as cuBLASLt: {}\n"
+      "    {}\n"
+      "    const float alpha = {}, beta = 0.0f;\n"
+      "    const int64_t m = {}, n = {}, k = {}, batch = {};\n"
+      "    static EqfLtChoices lt;\n"
+      "    if (m > 0 && n > 0 && batch > 0) {{\n"
+      "      const int r = eqf_lt_gemm(&lt, st, {}, {}, n, m, k, alpha, {}, (int64_t)({}), "
+      "(long long)({}), {}, (int64_t)({}), (long long)({}), {}, {}, {}, {}, {}, batch, {}, {});\n"
+      "      if (r < 0) return -1;\n"
+      "      if (r > 0) {{\n"
+      "        eqf_unfused_s{} = 1;\n"
+      "        if ({}) return -1;\n"
+      "      }}\n"
+      "    }}\n"
+      "  }}\n",
+      index, index, n.op_type, g_.value(s.output).name, what, record_event(index), g.alpha, g.m,
+      g.n, g.k, g.batch, int(g.trans_b), int(g.trans_a), g.b, g.ldb, g.stride_b, g.a, g.lda,
+      g.stride_a, cuda_data_type(g.operand_type), literal(e.beta, "float"), c, d,
+      cuda_data_type(g.out_type), bias, epilogue, index, cublas_expression(g));
 }
 
 std::string Writer::cblas_call(const Stage& s, size_t index) {
@@ -2330,6 +2516,14 @@ void Writer::begin_body() {
 void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const Stage& s = plan_.stages[index];
   // Printed inside the contraction before it, or a Concat its producers wrote.
+  if (lt_fallback_ == index) {  // computed by the cuBLASLt call before it, else its kernel
+    lt_fallback_.reset();
+    std::string own;
+    stage(index, functions, own);
+    calls += fmt::format("  if (eqf_unfused_s{}) {{\n{}  }} else {{\n    {}\n  }}\n", index - 1,
+                         own, target_ == Target::Cuda ? record_event(index) : "");
+    return;
+  }
   if (merged_stage_ == index || s.written_by_producers) {
     if (merged_stage_ == index) merged_stage_.reset();
     if (s.written_by_producers)
@@ -2350,7 +2544,15 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   block_items_ = target_ == Target::Cuda && (s.kind == StageKind::Attention || !conv_tiles.empty());
   const bool contraction_stage = s.kind == StageKind::MatMul || s.kind == StageKind::Gemm;
   std::string library;
-  if (target_ == Target::Cuda && contraction_stage) library = cublas_call(s, index);
+  std::optional<LtEpilogue> lt;
+  if (target_ == Target::Cuda && contraction_stage) {
+    if (auto g = library_gemm(s)) {
+      lt = cublaslt_epilogue(s, index);
+      library = lt ? cublaslt_call(s, index, *g, *lt) : cublas_call(s, index, *g);
+      uses_cublaslt = uses_cublaslt || lt;
+      if (lt && lt->merged) lt_fallback_ = index + 1;
+    }
+  }
   // CUDA pointwise stages take a group of 4 consecutive elements per thread, so that where the
   // stage reads or writes a value at its own element (`p[i]`), the compiler makes one 128-bit load
   // or store of the four: every buffer is 16-byte aligned (the arena's slots and the weights'
@@ -2492,7 +2694,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
                                cudnn_fused(s, epilogue, written));
       return;
     }
-    calls += fmt::format("  {{\n    {}const int64_t n = {};\n    {}\n  }}\n",
+    calls += fmt::format("{}  {{\n    {}const int64_t n = {};\n    {}\n  }}\n",
+                         lt ? fmt::format("  if (eqf_unfused_s{})\n", index) : "",
                          library.empty() ? record_event(index) + "\n    " : "", items, launch);
     return;
   }
@@ -2694,6 +2897,141 @@ struct EqfHost {
 
 )";
 
+// Host code of the products with an epilogue in cuBLASLt (Writer::cublaslt_call): one handle and
+// workspace per process, as the cuBLAS handle is (one run at a time); each call site keeps its
+// descriptors and the heuristic's first algorithm for up to 4 shapes. f32 products compute in
+// f32 (CUBLAS_COMPUTE_32F: no TF32, as everywhere in eqfuse), 16-bit ones accumulate in f32.
+// EQFUSE_CUBLASLT=0 (read once per process) leaves every product to cuBLAS and the kernels.
+constexpr const char* kCublasLtRuntime = R"(#include <cublasLt.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct EqfLtChoice {
+  int64_t shape[4];  // m, n, k, batch
+  int state;         // 0 none yet, 1 ready, 2 cuBLASLt took no algorithm
+  cublasLtMatmulDesc_t op;
+  cublasLtMatrixLayout_t a, b, d;
+  cublasLtMatmulAlgo_t algo;
+  size_t workspace;
+};
+struct EqfLtChoices {
+  EqfLtChoice at[4];
+  int next;
+};
+static const size_t kEqfLtWorkspace = (size_t)32 << 20;
+
+static cublasLtHandle_t eqf_cublaslt(void) {
+  static cublasLtHandle_t h = 0;
+  if (!h) {
+    cublasLtHandle_t made = 0;
+    if (cublasLtCreate(&made) == CUBLAS_STATUS_SUCCESS) h = made;
+  }
+  return h;
+}
+static void* eqf_lt_workspace(void) {
+  static void* w = 0;
+  if (!w && cudaMalloc(&w, kEqfLtWorkspace) != cudaSuccess) w = 0;
+  return w;
+}
+static int eqf_lt_enabled(void) {
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char* v = getenv("EQFUSE_CUBLASLT");
+    enabled = !(v && strcmp(v, "0") == 0);
+  }
+  return enabled;
+}
+static int eqf_lt_layout(cublasLtMatrixLayout_t* l, cudaDataType t, int64_t rows, int64_t cols,
+                         int64_t ld, int64_t batch, long long stride) {
+  const int32_t count = (int32_t)batch;
+  const int64_t offset = (int64_t)stride;
+  *l = 0;
+  return cublasLtMatrixLayoutCreate(l, t, (uint64_t)rows, (uint64_t)cols, ld) !=
+             CUBLAS_STATUS_SUCCESS ||
+         cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                                          sizeof count) != CUBLAS_STATUS_SUCCESS ||
+         cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &offset,
+                                          sizeof offset) != CUBLAS_STATUS_SUCCESS;
+}
+static void eqf_lt_release(EqfLtChoice* c) {
+  if (c->op) cublasLtMatmulDescDestroy(c->op);
+  if (c->a) cublasLtMatrixLayoutDestroy(c->a);
+  if (c->b) cublasLtMatrixLayoutDestroy(c->b);
+  if (c->d) cublasLtMatrixLayoutDestroy(c->d);
+  memset(c, 0, sizeof *c);
+}
+// The descriptors and algorithm of one shape; state 2 where cuBLASLt has none.
+static void eqf_lt_prepare(EqfLtChoice* c, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                           cudaDataType ab, int64_t lda, long long sa, int64_t ldb, long long sb,
+                           cudaDataType dt, int64_t batch, const void* bias, int epilogue) {
+  c->state = 2;
+  const int32_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const uint32_t ep = (uint32_t)epilogue;
+  cublasLtHandle_t h = eqf_cublaslt();
+  if (!h || !eqf_lt_workspace() ||
+      cublasLtMatmulDescCreate(&c->op, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
+      cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof op_a) !=
+          CUBLAS_STATUS_SUCCESS ||
+      cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof op_b) !=
+          CUBLAS_STATUS_SUCCESS ||
+      cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep) !=
+          CUBLAS_STATUS_SUCCESS ||
+      (bias && cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                              sizeof bias) != CUBLAS_STATUS_SUCCESS) ||
+      eqf_lt_layout(&c->a, ab, ta ? k : m, ta ? m : k, lda, batch, sa) ||
+      eqf_lt_layout(&c->b, ab, tb ? n : k, tb ? k : n, ldb, batch, sb) ||
+      eqf_lt_layout(&c->d, dt, m, n, m, batch, (long long)(m * n)))
+    return;
+  cublasLtMatmulPreference_t pref = 0;
+  const uint64_t most = kEqfLtWorkspace;
+  cublasLtMatmulHeuristicResult_t found;
+  int count = 0;
+  if (cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &most,
+                                           sizeof most) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulAlgoGetHeuristic(h, c->op, c->a, c->b, c->d, c->d, pref, 1, &found, &count) ==
+          CUBLAS_STATUS_SUCCESS &&
+      count > 0) {
+    c->algo = found.algo;
+    c->workspace = found.workspaceSize;
+    c->state = 1;
+  }
+  if (pref) cublasLtMatmulPreferenceDestroy(pref);
+}
+// Column-major D = epilogue(alpha op(A) op(B) + beta C + bias), C (read where beta != 0) laid out
+// as D, the bias one element per row of D, `epilogue` a cublasLtEpilogue_t. Returns 0 done, 1
+// where cuBLASLt takes no algorithm for the shape (the caller runs its other form), -1 where the
+// call failed.
+static int eqf_lt_gemm(EqfLtChoices* cs, cudaStream_t st, int ta, int tb, int64_t m, int64_t n,
+                       int64_t k, float alpha, const void* a, int64_t lda, long long sa,
+                       const void* b, int64_t ldb, long long sb, cudaDataType ab, float beta,
+                       const void* c, void* d, cudaDataType dt, int64_t batch, const void* bias,
+                       int epilogue) {
+  if (!eqf_lt_enabled()) return 1;
+  const int64_t shape[4] = {m, n, k, batch};
+  EqfLtChoice* ch = 0;
+  for (int q = 0; q < 4 && !ch; ++q)
+    if (cs->at[q].state && memcmp(cs->at[q].shape, shape, sizeof shape) == 0) ch = &cs->at[q];
+  if (!ch) {
+    ch = &cs->at[cs->next];
+    cs->next = (cs->next + 1) % 4;
+    eqf_lt_release(ch);
+    memcpy(ch->shape, shape, sizeof shape);
+    eqf_lt_prepare(ch, ta, tb, m, n, k, ab, lda, sa, ldb, sb, dt, batch, bias, epilogue);
+  }
+  if (ch->state != 1) return 1;
+  if (bias && cublasLtMatmulDescSetAttribute(ch->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                             sizeof bias) != CUBLAS_STATUS_SUCCESS)
+    return -1;
+  return cublasLtMatmul(eqf_cublaslt(), ch->op, &alpha, a, ch->a, b, ch->b, &beta, c ? c : d,
+                        ch->d, d, ch->d, &ch->algo, eqf_lt_workspace(), ch->workspace, st) ==
+                 CUBLAS_STATUS_SUCCESS
+             ? 0
+             : -1;
+}
+
+)";
+
 // The host code of convolutions through cuDNN (printed where a stage may take it; compiled in
 // builds with -DEQFUSE_CUDNN). At the first run of each binding of its shape (not while the
 // stream captures a graph), a convolution stage times the (up to 3) algorithms cuDNN's
@@ -2737,9 +3075,12 @@ struct EqfConvChoices {
 
 static cudnnHandle_t eqf_cudnn(cudaStream_t st) {
   static cudnnHandle_t h = 0;
-  if (!h && cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) return 0;
-  cudnnSetStream(h, st);
-  return h;
+  if (!h) {
+    cudnnHandle_t made = 0;
+    if (cudnnCreate(&made) != CUDNN_STATUS_SUCCESS) return 0;
+    h = made;
+  }
+  return cudnnSetStream(h, st) == CUDNN_STATUS_SUCCESS ? h : 0;
 }
 
 // Device memory that only grows. An outgrown buffer stays allocated: a captured CUDA graph may
@@ -2810,14 +3151,16 @@ static int eqf_cudnn_prepare(EqfConvChoice* c, cudnnConvolutionFwdAlgoPerf_t* ca
       cudnnSetConvolutionMathType(c->desc, f32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH))
     return 0;
   // The fused form's bias (one per output channel, in y's type) and activation; without them
-  // the other forms remain.
+  // the other forms remain. The fused call takes only CUDNN_NOT_PROPAGATE_NAN (as TensorFlow's
+  // and PyTorch's fused paths set it): there a NaN reaching the ReLU may come out as 0, where the
+  // generated kernels keep it.
   c->fusable =
       v->fused && !cudnnCreateTensorDescriptor(&c->bias) &&
               !cudnnCreateActivationDescriptor(&c->act) &&
               !cudnnSetTensor4dDescriptor(c->bias, CUDNN_TENSOR_NCHW, v->type, 1, v->y[1], 1, 1) &&
               !cudnnSetActivationDescriptor(
                   c->act, v->fused == 2 ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
-                  CUDNN_PROPAGATE_NAN, 0.0)
+                  CUDNN_NOT_PROPAGATE_NAN, 0.0)
           ? v->fused
           : 0;
   cudnnConvolutionFwdAlgoPerf_t perf[8];
@@ -3220,6 +3563,7 @@ HostedCuda print_units(const KernelPlan& plan, Target target, bool hosted) {
         "#include <cublas_v2.h>\n\n// One cuBLAS handle per process, on the run's stream.\n"
         "static cublasHandle_t eqf_cublas(cudaStream_t st) {\n  static cublasHandle_t h = 0;\n"
         "  if (!h) cublasCreate(&h);\n  cublasSetStream(h, st);\n  return h;\n}\n\n";
+  if (w.uses_cublaslt && !hosted) text += kCublasLtRuntime;
   if (w.uses_cudnn && !hosted) text += kCudnnRuntime;
   if (!hosted) text += functions;
 

@@ -19,12 +19,18 @@
 //                       |                                      | static rows over 1024: a
 //                       |                                      | block per row, shuffles then
 //                       |                                      | shared memory combine
+//   Reduce* over the    | an item per output, serial loops     | rows of 32 or more: a warp
+//   last axes           |                                      | per output (over 1024: a
+//                       |                                      | block), combined as above
 //   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched
 //                       | rows, register tiles of two vectors  | call (batch dims equal or
 //                       | of columns (transB: a dot product    | broadcast whole): SGEMM for
 //                       | per column); with EQFUSE_CBLAS,      | f32 buffers, GemmEx (f32
 //                       | CBLAS SGEMM per batch entry (f32     | accumulate) for f16/bf16;
-//                       | buffers only)                        | else a thread per element
+//                       | buffers only)                        | with a bias, ReLU or added
+//                       |                                      | matrix after it: cuBLASLt
+//                       |                                      | with that epilogue (trees);
+//                       |                                      | else a thread per element
 //   attention           | an item per 32 query rows; blocks of | a thread block per 8 query
 //   softmax(S)·V        | 64 keys, K and V tiles in arrays,    | rows, a warp per row; K and V
 //                       | scores in an array, the running      | tiles of 32 keys in shared

@@ -73,7 +73,7 @@ if(NOT CMAKE_CUDA_ARCHITECTURES)
 endif()
 find_package(CUDAToolkit REQUIRED)
 add_library(eqfuse_model SHARED kernels.cu)
-target_link_libraries(eqfuse_model PRIVATE CUDA::cublas)
+target_link_libraries(eqfuse_model PRIVATE CUDA::cublas CUDA::cublasLt)
 # Convolutions may also run through cuDNN, where it is found (CUDNN_ROOT, else beside the CUDA
 # toolkit): each then takes the faster of cuDNN and its own kernels, timed at its first run of
 # each shape (EQFUSE_CONV=kernels|cudnn forces one; EQFUSE_CONV_REPORT=1 prints the choices).
@@ -82,7 +82,7 @@ if(EQFUSE_CUDNN)
   find_path(CUDNN_INCLUDE_DIR cudnn.h
             HINTS ${{CUDNN_ROOT}} $ENV{{CUDNN_ROOT}} ${{CUDAToolkit_INCLUDE_DIRS}}
             PATH_SUFFIXES include)
-  find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9
+  find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 NAMES_PER_DIR
                HINTS ${{CUDNN_ROOT}} $ENV{{CUDNN_ROOT}} ${{CUDAToolkit_LIBRARY_DIR}}
                PATH_SUFFIXES lib lib64)
   if(CUDNN_INCLUDE_DIR AND CUDNN_LIBRARY)

@@ -6,9 +6,12 @@
 //   softmax_rows:      y = softmax(x, axis=-1)               x: f32[n, 1024]
 //   layernorm_rows:    y = layernorm(x) * g + b              x: f32[n, 1024]
 //   softmax_long_rows: y = softmax(x, axis=-1)               x: f32[n, 8192] (a block per row)
+//   reduce_rows:       y = reduce_mean(x, axis=-1)           x: f32[n, 1024] (a warp per row)
+//   reduce_long_rows:  y = reduce_sum(x, axis=-1)            x: f32[n, 8192] (a block per row)
 //   usage: gpu_micro_models OUT_DIR
 #include <filesystem>
 #include <iostream>
+#include <tuple>
 
 #include "frontend/onnx_export.h"
 #include "ir/builder.h"
@@ -61,6 +64,13 @@ int main(int argc, char** argv) {
     auto x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(8192)});
     b.output(b.op("Softmax", {x}, {{"axis", int64_t{-1}}}));
     write("softmax_long_rows", std::move(b));
+  }
+  for (auto [name, op, cols] : {std::tuple{"reduce_rows", "ReduceMean", 1024},
+                                std::tuple{"reduce_long_rows", "ReduceSum", 8192}}) {
+    ir::GraphBuilder b(name);
+    auto x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(cols)});
+    b.output(b.op(op, {x}, {{"axes", std::vector<int64_t>{-1}}, {"keepdims", int64_t{0}}}));
+    write(name, std::move(b));
   }
   return 0;
 }

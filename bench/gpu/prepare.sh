@@ -107,7 +107,7 @@ mkdir -p "$out/micro"
 # Each is checked at seeded weights and a small awkward size (a partial group of 4, rows not a
 # multiple of the warps in a block) against the C++ twin.
 for entry in pointwise_silu:1003 pointwise_add3:1003 softmax_rows:37 layernorm_rows:37 \
-  softmax_long_rows:5; do
+  softmax_long_rows:5 reduce_rows:37 reduce_long_rows:5; do
   m=${entry%%:*}
   "$eqfuse" compile "$out/micro-src/$m/model.onnx" --target cuda --out "$out/micro/$m" --json \
     > "$out/micro/$m.compile.json"

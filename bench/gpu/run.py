@@ -85,7 +85,7 @@ def build_one(nvcc, arch, tree):
         cudnn = ["-DEQFUSE_CUDNN", f"-I{CUDNN[0]}", CUDNN[1], "-Xlinker", "-rpath", "-Xlinker",
                  os.path.dirname(CUDNN[1])]
     rc, _, err, secs = sh([nvcc, "-O3", "-std=c++17", f"-arch={arch}", "-shared", "-Xcompiler",
-                           "-fPIC", "-o", "libeqfuse_model.so", "kernels.cu", "-lcublas"] + cudnn,
+                           "-fPIC", "-o", "libeqfuse_model.so", "kernels.cu", "-lcublas", "-lcublasLt"] + cudnn,
                           cwd=tree)
     if rc != 0:
         print(f"nvcc failed in {tree}:\n{err[-2000:]}", file=sys.stderr)
@@ -329,7 +329,9 @@ def run_part(args):
         # (model, run-time dim, bytes moved per run)
         for name, n, moved in (("pointwise_silu", 1 << 26, 2 << 28), ("pointwise_add3", 1 << 26, 4 << 28),
                                ("softmax_rows", 1 << 16, 2 << 28), ("layernorm_rows", 1 << 16, 2 << 28),
-                               ("softmax_long_rows", 1 << 13, 2 << 28)):
+                               ("softmax_long_rows", 1 << 13, 2 << 28),
+                               ("reduce_rows", 1 << 16, (1 << 28) + (1 << 18)),
+                               ("reduce_long_rows", 1 << 13, (1 << 28) + (1 << 15))):
             tree = os.path.join(args.trees, "micro", name)
             if build(args.nvcc, args.arch, tree) is None:
                 results["bandwidth"].append({"kernel": name, "error": "build failed"})

@@ -215,15 +215,28 @@ TEST_CASE("layout ops fold into indexing: reshape, slice, concat, expand, gather
   check_twin(std::move(b).finish(), {{3, 6, 7}, {4}});
 }
 
-TEST_CASE("row reductions: softmax, layer norm, reduce mean, residual + layernorm") {
+TEST_CASE("row reductions: softmax, layer norm, reduce*, residual + layernorm") {
   // On CUDA rows of 1, 13 and 33 take a warp each; 3001 and 9001 a block (3001 kept in
-  // registers, 12 elements a thread; 9001 read in each pass).
+  // registers, 12 elements a thread; 9001 read in each pass). Reduce* over the last axes takes a
+  // thread per output under 32 elements (1, 13), a warp up to 1024 (33, 3 x 13, 3 x 33) and a
+  // block beyond; over the first axis a thread per output.
   for (int64_t cols : {1, 13, 33, 3001, 9001}) {
     GraphBuilder b;
     ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(cols)});
     ValueId r = b.input("r", DType::f32, {Dim::symbol("n"), Dim(cols)});
     ValueId g = b.input("g", DType::f32, {Dim(cols)});
     ValueId bias = b.input("b", DType::f32, {Dim(cols)});
+    ValueId t = b.input("t", DType::f32, {Dim::symbol("n"), Dim(3), Dim(cols)});
+    auto reduce = [&](const char* op, ValueId in, std::vector<int64_t> axes, int64_t keep) {
+      return b.op(op, {in}, {{"axes", std::move(axes)}, {"keepdims", keep}});
+    };
+    for (const char* op :
+         {"ReduceSum", "ReduceMin", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp"})
+      b.output(reduce(op, x, {-1}, 0));
+    b.output(reduce("ReduceMean", t, {1, 2}, 1));
+    b.output(reduce("ReduceMax", t, {2}, 0));
+    b.output(reduce("ReduceLogSum", b.op("Abs", {t}), {1, 2}, 0));
+    if (cols <= 33) b.output(reduce("ReduceProd", t, {2}, 1));  // longer rows underflow to 0
     b.output(kernel(b, "(Softmax :axis -1 (Mul ?0 ?1))", {x, r}));
     b.output(kernel(b,
                     "(LayerNormalization :axis -1 :epsilon 1e-05 :stash_type 1 (Add ?0 ?1) ?2 ?3)",
@@ -232,7 +245,7 @@ TEST_CASE("row reductions: softmax, layer norm, reduce mean, residual + layernor
         b.op("ReduceMean", {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}}));
     b.output(b.op("ReduceMax", {x}, {{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t{0}}}));
     b.output(b.op("LogSoftmax", {x}, {{"axis", int64_t{0}}}));
-    check_twin(std::move(b).finish(), {{5, cols}, {5, cols}, {cols}, {cols}});
+    check_twin(std::move(b).finish(), {{5, cols}, {5, cols}, {cols}, {cols}, {5, 3, cols}});
   }
 }
 
@@ -262,8 +275,15 @@ TEST_CASE(
   b.output(b.op("Exp", {z}));                               // stage 2: n elements, any n
   b.output(b.op("Exp", {w}));                               // stage 3: a multiple of 8
   b.output(b.op("Softmax", {v}, {{"axis", int64_t{-1}}}));  // stage 4: a block's row of 3001
+  auto mean = [&](ValueId in, int64_t axis) {
+    return b.op("ReduceMean", {in}, {{"axes", std::vector<int64_t>{axis}}, {"keepdims", 0}});
+  };
+  b.output(mean(x, 1));  // stage 5: a warp per row of 33
+  b.output(mean(v, 1));  // stage 6: a block per row of 3001
+  b.output(mean(w, 1));  // stage 7: rows of 8, a thread each
+  b.output(mean(x, 0));  // stage 8: the first axis, a thread per output
   codegen::KernelPlan plan = codegen::make_plan(std::move(b).finish());
-  REQUIRE(plan.stages.size() == 5);
+  REQUIRE(plan.stages.size() == 9);
   const std::string cuda = codegen::print_kernels(plan, codegen::Target::Cuda);
   // 33 elements: two per lane, kept in registers; x is read from memory in the first pass only.
   const std::string cached = stage_text(cuda, 0);
@@ -283,6 +303,15 @@ TEST_CASE(
   CHECK(count(block_row, "eqf_block_max(") == 1);
   CHECK(count(block_row, "eqf_block_sum(") == 1);
   CHECK(count(cached, "eqf_block_") == 0);
+  // Reduce*: lanes or threads combine, and one stores.
+  CHECK(count(stage_text(cuda, 5), "eqf_warp_sum(") == 1);
+  CHECK(count(stage_text(cuda, 5), "if (lane == 0)") == 1);
+  CHECK(count(stage_text(cuda, 6), "eqf_block_sum(") == 1);
+  CHECK(count(stage_text(cuda, 6), "if (threadIdx.x == 0)") == 1);
+  for (size_t thread_per_output : {7, 8}) {
+    CHECK(count(stage_text(cuda, thread_per_output), "eqf_warp_") == 0);
+    CHECK(count(stage_text(cuda, thread_per_output), "eqf_block_") == 0);
+  }
 }
 
 TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with transB") {
@@ -314,6 +343,43 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
     check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}});
     ::unsetenv("EQFUSE_BLAS");
   }
+}
+
+TEST_CASE("CUDA products with their epilogues in cuBLASLt: bias, relu, residual, Gemm's C") {
+  // 37 x 29 products, one row of 5 (batch dims folded in) at run time; the emulator's cuBLASLt
+  // takes what cublasLt.h documents. Each product runs through cuBLASLt with the pointwise stage
+  // after it, and again where cuBLASLt takes no algorithm: cuBLAS, then the stage's kernel.
+  GraphBuilder b;
+  const Dim n = Dim::symbol("n");
+  ValueId x = b.input("x", DType::f32, {n, Dim(37)});
+  ValueId x3 = b.input("x3", DType::f32, {Dim(2), n, Dim(37)});
+  ValueId r = b.input("r", DType::f32, {n, Dim(29)});
+  ValueId c = b.input("c", DType::f32, {n, Dim(29)});
+  auto weight = [&](const char* name, std::vector<int64_t> dims, uint64_t seed) {
+    return b.weight(name, random_tensor(dims, seed));
+  };
+  ValueId w = weight("w", {37, 29}, 3), wt = weight("wt", {29, 37}, 4);
+  ValueId bias = weight("bias", {29}, 5), bias3 = weight("bias3", {1, 1, 29}, 6);
+  b.output(kernel(b, "(Relu (Add (MatMul ?0 ?1) ?2))", {x, w, bias}));
+  b.output(kernel(b, "(Add (Add (MatMul ?0 ?1) ?2) ?3)", {x, w, bias, r}));  // + a residual
+  b.output(kernel(b, "(Add (MatMul ?0 ?1) ?2)", {x3, w, bias3}));  // batched, a rank-3 bias
+  b.output(kernel(b, "(Relu (MatMul ?0 ?1))", {x, w}));
+  b.output(b.op("Gemm", {x, wt, bias}, {{"transB", int64_t{1}}, {"alpha", 0.5}}));  // C a bias
+  b.output(b.op("Gemm", {x, w, c}, {{"alpha", 2.0}, {"beta", 0.25}}));  // C a matrix, beta
+  ir::Graph g = std::move(b).finish();
+  const std::string cuda = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cuda);
+  size_t lt = 0;
+  for (size_t at = cuda.find("as cuBLASLt"); at != std::string::npos;
+       at = cuda.find("as cuBLASLt", at + 1))
+    ++lt;
+  CHECK(lt == 6);
+  CHECK(cuda.find("CUBLASLT_EPILOGUE_RELU_BIAS") != std::string::npos);
+  CHECK(cuda.find("CUBLASLT_EPILOGUE_RELU)") != std::string::npos);
+  const std::vector<std::vector<int64_t>> dims = {{5, 37}, {2, 5, 37}, {5, 29}, {5, 29}};
+  check_twin(g, dims);
+  ::setenv("EQF_EMULATOR_CUBLASLT_NONE", "1", 1);
+  check_twin(g, dims);
+  ::unsetenv("EQF_EMULATOR_CUBLASLT_NONE");
 }
 
 namespace {
