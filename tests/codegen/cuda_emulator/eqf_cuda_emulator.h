@@ -9,7 +9,8 @@
 // A fiber runs until it reaches __syncthreads(), a warp shuffle or a tensor-core product
 // (mma_m16n8k16) and waits there until every thread of its block (of its warp) has arrived; a
 // barrier that cannot complete (some threads finished, others wait) aborts with a message, as it
-// would hang or misbehave on a GPU.
+// would hang or misbehave on a GPU. Threads run between barriers in thread order, or in the
+// reverse order under EQF_EMULATOR_ORDER=reverse (the tests run both and require the same bits).
 // __shared__ arrays are statics: blocks run one after another. cuBLAS's strided-batched GEMMs
 // are plain loops, and so are cuDNN's convolutions (cudnn.h); device memory is the host's. The
 // test rewrites each `kernel<<<grid, block, 0, st>>>(args);` into
@@ -128,9 +129,14 @@ inline void launch(unsigned threads, const std::function<void()>& kernel) {
     f.context.uc_link = &scheduler;
     makecontext(&f.context, run_fiber, 0);
   }
+  // EQF_EMULATOR_ORDER=reverse runs the threads between barriers in the other order: a result
+  // that changes with it depends on how threads interleave (a missing barrier).
+  const char* order = std::getenv("EQF_EMULATOR_ORDER");
+  const bool reverse = order && std::strcmp(order, "reverse") == 0;
   for (;;) {
     bool ran = false, all_done = true;
-    for (unsigned t = 0; t < threads; ++t) {
+    for (unsigned q = 0; q < threads; ++q) {
+      const unsigned t = reverse ? threads - 1 - q : q;
       if (fibers[t].state != State::Runnable) continue;
       current = int(t);
       threadIdx.x = t;
