@@ -2903,12 +2903,14 @@ struct EqfHost {
 // f32 (CUBLAS_COMPUTE_32F: no TF32, as everywhere in eqfuse), 16-bit ones accumulate in f32.
 // EQFUSE_CUBLASLT=0 (read once per process) leaves every product to cuBLAS and the kernels.
 constexpr const char* kCublasLtRuntime = R"(#include <cublasLt.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct EqfLtChoice {
-  int64_t shape[4];  // m, n, k, batch
-  int state;         // 0 none yet, 1 ready, 2 cuBLASLt took no algorithm
+  int64_t shape[8];  // m, n, k, batch, and the alignments of A, B, C and D in bytes
+  int state;         // 0 none yet, 1 ready, 2 cuBLASLt took no algorithm or failed
   cublasLtMatmulDesc_t op;
   cublasLtMatrixLayout_t a, b, d;
   cublasLtMatmulAlgo_t algo;
@@ -2933,13 +2935,15 @@ static void* eqf_lt_workspace(void) {
   if (!w && cudaMalloc(&w, kEqfLtWorkspace) != cudaSuccess) w = 0;
   return w;
 }
-static int eqf_lt_enabled(void) {
-  static int enabled = -1;
-  if (enabled < 0) {
+// EQFUSE_CUBLASLT: 0 off, 1 (the default) on, "strict" on and a product cuBLASLt does not run
+// fails the run (the tests use it to know that cuBLASLt ran).
+static int eqf_lt_mode(void) {
+  static int mode = -1;
+  if (mode < 0) {
     const char* v = getenv("EQFUSE_CUBLASLT");
-    enabled = !(v && strcmp(v, "0") == 0);
+    mode = v && strcmp(v, "0") == 0 ? 0 : v && strcmp(v, "strict") == 0 ? 2 : 1;
   }
-  return enabled;
+  return mode;
 }
 static int eqf_lt_layout(cublasLtMatrixLayout_t* l, cudaDataType t, int64_t rows, int64_t cols,
                          int64_t ld, int64_t batch, long long stride) {
@@ -2961,6 +2965,15 @@ static void eqf_lt_release(EqfLtChoice* c) {
   memset(c, 0, sizeof *c);
 }
 // The descriptors and algorithm of one shape; state 2 where cuBLASLt has none.
+// The alignment of `p` in bytes, up to 256 (cuBLASLt's default assumption, which generated
+// buffers need not meet: arena slots and weights are 64-byte aligned, inputs and outputs 16).
+static uint32_t eqf_lt_alignment(const void* p) {
+  uint32_t a = 256;
+  while (a > 1 && ((uintptr_t)p & (a - 1))) a >>= 1;
+  return a;
+}
+// The algorithm the heuristic ranks first for these layouts, for pointers of the given
+// alignments.
 static void eqf_lt_prepare(EqfLtChoice* c, int ta, int tb, int64_t m, int64_t n, int64_t k,
                            cudaDataType ab, int64_t lda, long long sa, int64_t ldb, long long sb,
                            cudaDataType dt, int64_t batch, const void* bias, int epilogue) {
@@ -2986,9 +2999,19 @@ static void eqf_lt_prepare(EqfLtChoice* c, int ta, int tb, int64_t m, int64_t n,
   const uint64_t most = kEqfLtWorkspace;
   cublasLtMatmulHeuristicResult_t found;
   int count = 0;
+  const uint32_t align[4] = {(uint32_t)c->shape[4], (uint32_t)c->shape[5], (uint32_t)c->shape[6],
+                             (uint32_t)c->shape[7]};
   if (cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
       cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &most,
                                            sizeof most) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                           &align[0], sizeof align[0]) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                           &align[1], sizeof align[1]) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                           &align[2], sizeof align[2]) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                           &align[3], sizeof align[3]) == CUBLAS_STATUS_SUCCESS &&
       cublasLtMatmulAlgoGetHeuristic(h, c->op, c->a, c->b, c->d, c->d, pref, 1, &found, &count) ==
           CUBLAS_STATUS_SUCCESS &&
       count > 0) {
@@ -2999,20 +3022,34 @@ static void eqf_lt_prepare(EqfLtChoice* c, int ta, int tb, int64_t m, int64_t n,
   if (pref) cublasLtMatmulPreferenceDestroy(pref);
 }
 // Column-major D = epilogue(alpha op(A) op(B) + beta C + bias), C (read where beta != 0) laid out
-// as D, the bias one element per row of D, `epilogue` a cublasLtEpilogue_t. Returns 0 done, 1
-// where cuBLASLt takes no algorithm for the shape (the caller runs its other form), -1 where the
-// call failed.
-static int eqf_lt_gemm(EqfLtChoices* cs, cudaStream_t st, int ta, int tb, int64_t m, int64_t n,
+// as D, the bias one element per row of D, `epilogue` a cublasLtEpilogue_t. Returns 0 done, or 1
+// where the caller runs its other form: cuBLASLt takes no algorithm for the shape, or failed
+// (said once on stderr, and the shape keeps the other form), or a new shape arrives while the
+// stream is being captured into a CUDA graph (nothing is chosen or allocated inside a graph);
+// -1 instead of 1 under EQFUSE_CUBLASLT=strict.
+static int eqf_lt_run(EqfLtChoices* cs, cudaStream_t st, int ta, int tb, int64_t m, int64_t n,
                        int64_t k, float alpha, const void* a, int64_t lda, long long sa,
                        const void* b, int64_t ldb, long long sb, cudaDataType ab, float beta,
                        const void* c, void* d, cudaDataType dt, int64_t batch, const void* bias,
                        int epilogue) {
-  if (!eqf_lt_enabled()) return 1;
-  const int64_t shape[4] = {m, n, k, batch};
+  if (!eqf_lt_mode()) return 1;
+  const int64_t shape[8] = {m,
+                            n,
+                            k,
+                            batch,
+                            eqf_lt_alignment(a),
+                            eqf_lt_alignment(b),
+                            eqf_lt_alignment(c ? c : d),
+                            eqf_lt_alignment(d)};
+  if (bias && eqf_lt_alignment(bias) < 16) return 1;
   EqfLtChoice* ch = 0;
   for (int q = 0; q < 4 && !ch; ++q)
     if (cs->at[q].state && memcmp(cs->at[q].shape, shape, sizeof shape) == 0) ch = &cs->at[q];
   if (!ch) {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(st, &capturing) != cudaSuccess ||
+        capturing != cudaStreamCaptureStatusNone)
+      return 1;
     ch = &cs->at[cs->next];
     cs->next = (cs->next + 1) % 4;
     eqf_lt_release(ch);
@@ -3020,14 +3057,30 @@ static int eqf_lt_gemm(EqfLtChoices* cs, cudaStream_t st, int ta, int tb, int64_
     eqf_lt_prepare(ch, ta, tb, m, n, k, ab, lda, sa, ldb, sb, dt, batch, bias, epilogue);
   }
   if (ch->state != 1) return 1;
-  if (bias && cublasLtMatmulDescSetAttribute(ch->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                                             sizeof bias) != CUBLAS_STATUS_SUCCESS)
-    return -1;
-  return cublasLtMatmul(eqf_cublaslt(), ch->op, &alpha, a, ch->a, b, ch->b, &beta, c ? c : d,
-                        ch->d, d, ch->d, &ch->algo, eqf_lt_workspace(), ch->workspace, st) ==
-                 CUBLAS_STATUS_SUCCESS
-             ? 0
-             : -1;
+  int status = 0;
+  if (bias)
+    status = (int)cublasLtMatmulDescSetAttribute(ch->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                                 sizeof bias);
+  if (status == 0)
+    status = (int)cublasLtMatmul(eqf_cublaslt(), ch->op, &alpha, a, ch->a, b, ch->b, &beta,
+                                 c ? c : d, ch->d, d, ch->d, &ch->algo, eqf_lt_workspace(),
+                                 ch->workspace, st);
+  if (status == 0) return 0;
+  fprintf(stderr,
+          "eqfuse: cuBLASLt failed (status %d) on a %lld x %lld x %lld product; cuBLAS and "
+          "the kernels run it instead\n",
+          status, (long long)m, (long long)n, (long long)k);
+  ch->state = 2;
+  return 1;
+}
+static int eqf_lt_gemm(EqfLtChoices* cs, cudaStream_t st, int ta, int tb, int64_t m, int64_t n,
+                       int64_t k, float alpha, const void* a, int64_t lda, long long sa,
+                       const void* b, int64_t ldb, long long sb, cudaDataType ab, float beta,
+                       const void* c, void* d, cudaDataType dt, int64_t batch, const void* bias,
+                       int epilogue) {
+  const int r = eqf_lt_run(cs, st, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, ab, beta, c, d,
+                           dt, batch, bias, epilogue);
+  return r != 0 && eqf_lt_mode() == 2 ? -1 : r;
 }
 
 )";

@@ -119,9 +119,9 @@ def build(nvcc, arch, tree):
     return BUILT[tree]
 
 
-def bench(tree, args, conv=None):
+def bench(tree, args, conv=None, extra_env=None):
     """Runs the tree's bench; `conv` forces the convolutions' form (EQFUSE_CONV)."""
-    env = dict(os.environ, EQFUSE_CONV_REPORT="1")
+    env = dict(os.environ, EQFUSE_CONV_REPORT="1", **(extra_env or {}))
     if conv:
         env["EQFUSE_CONV"] = conv
     rc, out, err, _ = sh(["./bench"] + args, cwd=tree, env=env)
@@ -135,6 +135,9 @@ def bench(tree, args, conv=None):
     choices = [line for line in err.splitlines() if line.startswith("eqfuse: stage")]
     if choices:
         j["conv_choices"] = choices
+    lt_failures = [line for line in err.splitlines() if line.startswith("eqfuse: cuBLASLt")]
+    if lt_failures:
+        j["cublaslt_failures"] = lt_failures
     return j
 
 
@@ -223,6 +226,14 @@ def eqfuse_model(trees, nvcc, arch, name, large, record, deadline):
         r[f"b{b}"] = {"generic": gen, "specialized": spec}
         print(f"   b{b}: generic {typical(gen)} ms (graph {gen.get('graph_replay_ms')}), "
               f"specialized {typical(spec)} ms {gen.get('error', '')}", flush=True)
+        if b == large and "cuBLASLt" in open(os.path.join(tree, "kernels.cu")).read() \
+                and time.time() < deadline:
+            # The same build with every product's epilogue in its own kernel, for the ratio.
+            plain = bench(tree, batch_dim(tree, b) + ["--runs", "50", "--seed", "2"],
+                          extra_env={"EQFUSE_CUBLASLT": "0"})
+            r[f"b{b}"]["cublas_only"] = plain
+            print(f"   b{b}: epilogues in kernels (EQFUSE_CUBLASLT=0) {typical(plain)} ms "
+                  f"(graph {plain.get('graph_replay_ms')})", flush=True)
         if CUDNN and gen.get("conv_choices") and time.time() < deadline:
             # The same build with every convolution in eqfuse's own kernels, for the ratio.
             own = bench(tree, batch_dim(tree, b) + ["--runs", "50", "--seed", "2"], "kernels")
@@ -406,9 +417,9 @@ def merge(args):
         for t in part["torch"]:
             if "median_ms" in t:
                 torch_ms[(t["model"], t["batch"], t["mode"], t["dtype"])] = t["median_ms"]
-    print("| model | batch | eqfuse ms | eqfuse graph ms | specialized ms | eager ms | CUDA graphs ms "
-          "| torch.compile ms | compile first call s | numerics |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | batch | eqfuse ms | eqfuse graph ms | specialized ms | specialized graph ms "
+          "| eager ms | CUDA graphs ms | torch.compile ms | compile first call s | numerics |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for part in merged["parts"]:
         for m in part["models"]:
             ok = numerics_ok(m)
@@ -420,10 +431,24 @@ def merge(args):
                 tc = [t for t in part["torch"] if t.get("model") == m["model"] and t.get("batch") == b
                       and t.get("mode") == "compile"]
                 print(f"| {m['model']} | {b} | {typical(g)} | {g.get('graph_replay_ms')} | "
-                      f"{typical(s)} | {torch_ms.get((m['model'], b, 'eager', 'f32'))} | "
+                      f"{typical(s)} | {s.get('graph_replay_ms')} | "
+                      f"{torch_ms.get((m['model'], b, 'eager', 'f32'))} | "
                       f"{torch_ms.get((m['model'], b, 'cudagraphs', 'f32'))} | "
                       f"{torch_ms.get((m['model'], b, 'compile', 'f32'))} | "
                       f"{tc[0].get('first_call_s') if tc else None} | {ok} |")
+    lt_rows = [(m, b, m[f"b{b}"]) for part in merged["parts"] for m in part["models"]
+               for b in sorted({1, m["large_batch"]})
+               if isinstance(m.get(f"b{b}"), dict) and "cublas_only" in m[f"b{b}"]]
+    if lt_rows:
+        print("\n| model | batch | eqfuse ms (epilogues in cuBLASLt) | graph ms | epilogues in kernels "
+              "ms (EQFUSE_CUBLASLT=0) | graph ms | graph ratio | cuBLASLt failures |")
+        print("|---|---|---|---|---|---|---|---|")
+        for m, b, r in lt_rows:
+            g, p = r["generic"], r["cublas_only"]
+            gg, pg = g.get("graph_replay_ms"), p.get("graph_replay_ms")
+            ratio = f"{pg / gg:.2f}x" if gg and pg else "-"
+            print(f"| {m['model']} | {b} | {typical(g)} | {gg} | {typical(p)} | {pg} | {ratio} | "
+                  f"{len(g.get('cublaslt_failures', []))} |")
     conv_rows = [(m, b, m[f"b{b}"]) for part in merged["parts"] for m in part["models"]
                  for b in sorted({1, m["large_batch"]})
                  if isinstance(m.get(f"b{b}"), dict) and "conv_kernels_only" in m[f"b{b}"]]

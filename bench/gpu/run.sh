@@ -3,6 +3,8 @@
 #   bench/gpu/prepare.sh              first, on the CPU machine (writes bench/gpu/trees)
 #   bench/gpu/run.sh --part 1         then on the GPU machine, each part at most ~5 minutes
 #   bench/gpu/run.sh --merge          joins the parts: results/gpu.json and a table
+# A whole session on a lent machine: prepare.sh and pack_eqfuse.sh here, then carry
+# bench/gpu/trees and run bench/gpu/device.sh "1:185 4:95 2:120 backend:50" there.
 set -euo pipefail
 cd "$(dirname "$0")"
 if [ "${1:-}" = "--merge" ]; then

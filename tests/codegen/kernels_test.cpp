@@ -348,7 +348,8 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
 TEST_CASE("CUDA products with their epilogues in cuBLASLt: bias, relu, residual, Gemm's C") {
   // 37 x 29 products, one row of 5 (batch dims folded in) at run time; the emulator's cuBLASLt
   // takes what cublasLt.h documents. Each product runs through cuBLASLt with the pointwise stage
-  // after it, and again where cuBLASLt takes no algorithm: cuBLAS, then the stage's kernel.
+  // after it, and again where cuBLASLt takes no algorithm or fails: cuBLAS, then the stage's
+  // kernel.
   GraphBuilder b;
   const Dim n = Dim::symbol("n");
   ValueId x = b.input("x", DType::f32, {n, Dim(37)});
@@ -376,10 +377,14 @@ TEST_CASE("CUDA products with their epilogues in cuBLASLt: bias, relu, residual,
   CHECK(cuda.find("CUBLASLT_EPILOGUE_RELU_BIAS") != std::string::npos);
   CHECK(cuda.find("CUBLASLT_EPILOGUE_RELU)") != std::string::npos);
   const std::vector<std::vector<int64_t>> dims = {{5, 37}, {2, 5, 37}, {5, 29}, {5, 29}};
+  ::setenv("EQFUSE_CUBLASLT", "strict", 1);  // a product cuBLASLt does not run fails the run
   check_twin(g, dims);
-  ::setenv("EQF_EMULATOR_CUBLASLT_NONE", "1", 1);
-  check_twin(g, dims);
-  ::unsetenv("EQF_EMULATOR_CUBLASLT_NONE");
+  ::unsetenv("EQFUSE_CUBLASLT");
+  for (const char* other_form : {"EQF_EMULATOR_CUBLASLT_NONE", "EQF_EMULATOR_CUBLASLT_FAIL"}) {
+    ::setenv(other_form, "1", 1);
+    check_twin(g, dims);
+    ::unsetenv(other_form);
+  }
 }
 
 namespace {

@@ -3,9 +3,11 @@
 // cublasLt.h documents them (column-major D = epilogue(alpha op(A) op(B) + beta C), the bias
 // vector one element per row of D, broadcast over its columns and added before the ReLU; strided
 // batches; C either D itself or a matrix laid out as D). It refuses what the documentation does
-// not allow (layouts that disagree with the operation, a bias epilogue without a bias pointer), so
-// that a misuse fails the tests. EQF_EMULATOR_CUBLASLT_NONE=1 makes the heuristic find no
-// algorithm, so the tests also run the callers' other form.
+// not allow (layouts that disagree with the operation, a bias epilogue without a bias pointer,
+// pointers less aligned than the preference promised), so that a misuse fails the tests.
+// EQF_EMULATOR_CUBLASLT_NONE=1 makes the heuristic find no algorithm and
+// EQF_EMULATOR_CUBLASLT_FAIL=1 makes cublasLtMatmul fail, so the tests also run the callers'
+// other form.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +31,13 @@ typedef enum {
   CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5,
   CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6,
 } cublasLtMatrixLayoutAttribute_t;
-typedef enum { CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1 } cublasLtMatmulPreferenceAttributes_t;
+typedef enum {
+  CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8,
+} cublasLtMatmulPreferenceAttributes_t;
 
 struct eqf_lt_desc {
   cublasComputeType_t compute;
@@ -47,6 +55,7 @@ struct eqf_lt_layout {
 };
 struct eqf_lt_preference {
   uint64_t workspace = 0;
+  uint32_t alignment[4] = {256, 256, 256, 256};  // A, B, C, D: cuBLASLt's default
 };
 typedef eqf_lt_desc* cublasLtMatmulDesc_t;
 typedef eqf_lt_layout* cublasLtMatrixLayout_t;
@@ -129,10 +138,16 @@ inline cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t
 inline cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
                                                            cublasLtMatmulPreferenceAttributes_t a,
                                                            const void* buf, size_t size) {
-  if (a != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES || size != sizeof(uint64_t))
-    return CUBLAS_STATUS_INVALID_VALUE;
-  std::memcpy(&p->workspace, buf, size);
-  return CUBLAS_STATUS_SUCCESS;
+  if (a == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES && size == sizeof(uint64_t)) {
+    std::memcpy(&p->workspace, buf, size);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (a >= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES &&
+      a <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES && size == sizeof(uint32_t)) {
+    std::memcpy(&p->alignment[a - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES], buf, size);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  return CUBLAS_STATUS_INVALID_VALUE;
 }
 
 namespace eqf_emu {
@@ -157,14 +172,17 @@ inline bool lt_valid(cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a, cublasLt
 
 inline cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     cublasLtHandle_t, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-    cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t, int requested,
-    cublasLtMatmulHeuristicResult_t* results, int* returned) {
+    cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t pref,
+    int requested, cublasLtMatmulHeuristicResult_t* results, int* returned) {
   *returned = 0;
   const char* none = std::getenv("EQF_EMULATOR_CUBLASLT_NONE");
   if (!eqf_emu::lt_valid(op, a, b, c, d)) return CUBLAS_STATUS_INVALID_VALUE;
   if ((none && none[0] == '1') || requested < 1) return CUBLAS_STATUS_SUCCESS;
   std::memset(&results[0], 0, sizeof results[0]);
+  // The algorithm needs the alignments the preference promised (a real one may fault or fail
+  // on pointers less aligned), which cublasLtMatmul checks.
   results[0].algo.data[0] = 1;
+  for (int q = 0; q < 4; ++q) results[0].algo.data[1 + q] = pref ? pref->alignment[q] : 256;
   *returned = 1;
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -177,6 +195,11 @@ inline cublasStatus_t cublasLtMatmul(cublasLtHandle_t, cublasLtMatmulDesc_t op, 
                                      cudaStream_t) {
   if (!eqf_emu::lt_valid(op, ad, bd, cd, dd) || !algo || algo->data[0] != 1)
     return CUBLAS_STATUS_INVALID_VALUE;
+  const void* operands[4] = {a, b, c, d};
+  for (int q = 0; q < 4; ++q)
+    if (uintptr_t(operands[q]) % algo->data[1 + q] != 0) return CUBLAS_STATUS_INVALID_VALUE;
+  const char* fail = std::getenv("EQF_EMULATOR_CUBLASLT_FAIL");
+  if (fail && fail[0] == '1') return CUBLAS_STATUS_NOT_SUPPORTED;
   const bool bias =
       op->epilogue == CUBLASLT_EPILOGUE_BIAS || op->epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
   const bool relu =
