@@ -394,6 +394,12 @@ class Writer {
   // apply (a depthwise or grouped convolution with few channels per group, f64, symbolic
   // channels). The launch takes the first with at least kConvFullWave tiles, else the last.
   std::vector<ConvTile> conv_gemm_tiles(const Stage& s) const;
+  // A convolution tile's operands where both are stored at 16 bits (--precision or a 16-bit
+  // model): it multiplies them on tensor cores (mma.sync m16n8k16, f32 accumulators, the 8
+  // warps each a block of fragments), else on the FP32 units.
+  std::optional<DType> conv_mma_type(const Stage& s) const;
+  void conv_mma_store(const Stage& s, int64_t mi, int64_t ni, const std::string& P,
+                      const std::string& pixels, const std::string& OW, bool whole_m, int64_t mg);
   // Whether CUDA convolution stage `s` may also run through cuDNN (in EQFUSE_CUDNN builds): a
   // 2-D convolution of whole buffers of one element type cuDNN takes (f32, f16, bf16), with a
   // static kernel and symmetric padding. Its cuDNN form (cudnn_conv_call) writes the raw
@@ -1910,8 +1916,20 @@ std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
   if (!whole_m)
     line(fmt::format("const int64_t m_in_group = {};", imul(mt, std::to_string(tile_m))));
   line(fmt::format("const int64_t p_first = {} * {};", pt, tile_p));
-  line(fmt::format("__shared__ __align__(16) float As[{}][{}];", kConvTileK, tile_m + 4));
-  line(fmt::format("__shared__ __align__(16) float Bs[{}][{}];", kConvTileK, tile_p));
+  // 16-bit operands multiply on tensor cores (`mma`): the slices are stored as 16-bit values,
+  // A's by channel and B's by pixel, k along each row (padded to 24, so that the 8 rows a
+  // fragment read touches fall in distinct banks), where mma.sync's fragments take them in
+  // pairs. Otherwise the slices are floats, k by channel and k by pixel.
+  const std::optional<DType> mma = conv_mma_type(s);
+  const char* to_16 = mma == DType::f16 ? "eqf_float_to_f16" : "eqf_float_to_bf16";
+  if (mma) {
+    uses_mma = true;
+    line(fmt::format("__shared__ __align__(16) uint16_t As[{}][24];", tile_m));
+    line(fmt::format("__shared__ __align__(16) uint16_t Bs[{}][24];", tile_p));
+  } else {
+    line(fmt::format("__shared__ __align__(16) float As[{}][{}];", kConvTileK, tile_m + 4));
+    line(fmt::format("__shared__ __align__(16) float Bs[{}][{}];", kConvTileK, tile_p));
+  }
   line("const int tx = threadIdx.x;");
   // What this thread loads: A's column ak of rows am + 16 u, B's pixel bp of k rows bk + 4 u.
   line(fmt::format("const int ak = tx % {}, am = tx / {};", kConvTileK, kConvTileK));
@@ -1953,23 +1971,77 @@ std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
     close();
   };
   load("0");
-  line(fmt::format("float acc[{}][{}];", per_thread_m, per_thread_p));
-  line("#pragma unroll");
-  open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
-  line("#pragma unroll");
-  line(fmt::format("for (int c = 0; c < {}; ++c) acc[r][c] = 0.0f;", per_thread_p));
-  close();
-  line("const int ty = tx / 16, tn = tx % 16;");
+  // Tensor cores: the 8 warps split the tile into warp tiles of mi x ni fragments (16 channels by
+  // 8 pixels each); a lane holds 4 accumulators of each fragment, at rows (channels) frag_row
+  // and frag_row + 8 and columns (pixels) 2 frag_col and 2 frag_col + 1 (PTX's m16n8k16
+  // layout).
+  const int64_t warp_m = std::min<int64_t>(32, tile_m / 2), warps_m = tile_m / warp_m;
+  const int64_t warp_p = tile_p / (8 / warps_m), mi = warp_m / 16, ni = warp_p / 8;
+  if (mma) {
+    line(fmt::format("float acc[{}][{}][4];", mi, ni));
+    line("#pragma unroll");
+    open(fmt::format("for (int r = 0; r < {}; ++r)", mi));
+    line("#pragma unroll");
+    line(
+        fmt::format("for (int c = 0; c < {}; ++c) acc[r][c][0] = acc[r][c][1] = acc[r][c][2] = "
+                    "acc[r][c][3] = 0.0f;",
+                    ni));
+    close();
+    line("const int frag_row = lane >> 2, frag_col = lane & 3;");
+    line(fmt::format("const int warp_m0 = warp / {} * {}, warp_p0 = warp % {} * {};", 8 / warps_m,
+                     warp_m, 8 / warps_m, warp_p));
+  } else {
+    line(fmt::format("float acc[{}][{}];", per_thread_m, per_thread_p));
+    line("#pragma unroll");
+    open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
+    line("#pragma unroll");
+    line(fmt::format("for (int c = 0; c < {}; ++c) acc[r][c] = 0.0f;", per_thread_p));
+    close();
+    line("const int ty = tx / 16, tn = tx % 16;");
+  }
   open(fmt::format("for (int k0 = 0; k0 < {}; k0 += {})", K, kConvTileK));
   line("#pragma unroll");
-  line(fmt::format("for (int u = 0; u < {}; ++u) As[ak][am + 16 * u] = ra[u];", a_loads));
+  line(mma ? fmt::format("for (int u = 0; u < {}; ++u) As[am + 16 * u][ak] = {}(ra[u]);", a_loads,
+                         to_16)
+           : fmt::format("for (int u = 0; u < {}; ++u) As[ak][am + 16 * u] = ra[u];", a_loads));
   line("#pragma unroll");
-  line(fmt::format("for (int u = 0; u < {}; ++u) Bs[bk + {} * u][bp] = rb[u];", b_loads,
-                   256 / tile_p));
+  line(mma ? fmt::format("for (int u = 0; u < {}; ++u) Bs[bp][bk + {} * u] = {}(rb[u]);", b_loads,
+                         256 / tile_p, to_16)
+           : fmt::format("for (int u = 0; u < {}; ++u) Bs[bk + {} * u][bp] = rb[u];", b_loads,
+                         256 / tile_p));
   line("__syncthreads();");
   open(fmt::format("if (k0 + {} < {})", kConvTileK, K));
   load(fmt::format("k0 + {}", kConvTileK));
   close();
+  if (mma) {
+    // One k step of 16: A's fragments (rows frag_row and + 8, k 2 frag_col and + 8, in pairs)
+    // and B's (k the same, pixel frag_row), then mi x ni products.
+    line(fmt::format("uint32_t fa[{}][4], fb[{}][2];", mi, ni));
+    line("#pragma unroll");
+    open(fmt::format("for (int r = 0; r < {}; ++r)", mi));
+    line("const int row = warp_m0 + 16 * r + frag_row;");
+    line("fa[r][0] = *(const uint32_t*)&As[row][2 * frag_col];");
+    line("fa[r][1] = *(const uint32_t*)&As[row + 8][2 * frag_col];");
+    line("fa[r][2] = *(const uint32_t*)&As[row][2 * frag_col + 8];");
+    line("fa[r][3] = *(const uint32_t*)&As[row + 8][2 * frag_col + 8];");
+    close();
+    line("#pragma unroll");
+    open(fmt::format("for (int c = 0; c < {}; ++c)", ni));
+    line("const int col = warp_p0 + 8 * c + frag_row;");
+    line("fb[c][0] = *(const uint32_t*)&Bs[col][2 * frag_col];");
+    line("fb[c][1] = *(const uint32_t*)&Bs[col][2 * frag_col + 8];");
+    close();
+    line("#pragma unroll");
+    open(fmt::format("for (int r = 0; r < {}; ++r)", mi));
+    line("#pragma unroll");
+    line(fmt::format("for (int c = 0; c < {}; ++c) eqf_mma_{}(acc[r][c], fa[r], fb[c]);", ni,
+                     mma == DType::f16 ? "f16" : "bf16"));
+    close();
+    line("__syncthreads();  // the slices are used up");
+    close();
+    conv_mma_store(s, mi, ni, P, pixels, OW, whole_m, mg);
+    return fmt::format("{} * {} * {}", group, p_tiles, m_tiles);
+  }
   line("#pragma unroll");
   open(fmt::format("for (int kk = 0; kk < {}; ++kk)", kConvTileK));
   line(fmt::format("float a[{}], b[{}];", per_thread_m, per_thread_p));
@@ -2019,10 +2091,55 @@ std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
   return fmt::format("{} * {} * {}", group, p_tiles, m_tiles);
 }
 
+// The tensor-core tile's outputs: fragment (r, c)'s accumulator e of this lane is channel
+// warp_m0 + 16 r + frag_row (+ 8 for e >= 2) and pixel warp_p0 + 8 c + 2 frag_col (+ 1 for odd
+// e), stored with the bias through the epilogue as body_conv_gemm's other form stores.
+void Writer::conv_mma_store(const Stage& s, int64_t mi, int64_t ni, const std::string& P,
+                            const std::string& pixels, const std::string& OW, bool whole_m,
+                            int64_t mg) {
+  const ir::Node& n = g_.node(s.node);
+  const ValueId out = s.output;
+  line("#pragma unroll");
+  open(fmt::format("for (int r = 0; r < {}; ++r)", mi));
+  line("#pragma unroll");
+  open("for (int e = 0; e < 4; e += 2)");
+  line("const int row = warp_m0 + 16 * r + frag_row + (e ? 8 : 0);");
+  if (!whole_m) line(fmt::format("if (m_in_group + row >= {}) continue;", mg));
+  line("const int64_t m = m_first + row;");
+  std::string bias = "0.0f";
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    bias = "(float)" + elem(n.inputs[2], Index{"m"});
+  line("#pragma unroll");
+  open(fmt::format("for (int c = 0; c < {}; ++c)", ni));
+  line("#pragma unroll");
+  open("for (int h = 0; h < 2; ++h)");
+  line("const int64_t q = p_first + warp_p0 + 8 * c + 2 * frag_col + h;");
+  line(fmt::format("if (q >= {}) continue;", P));
+  line(fmt::format("const int64_t q_img = q / {}, q_in = q % {};", pixels, pixels));
+  line(fmt::format("const int64_t q_row = q_in / {}, q_col = q_in % {};", OW, OW));
+  Index at = {"q_img", "m", "q_row", "q_col"};
+  store_output(out, linear(out, at), at, fmt::format("acc[r][c][e + h] + {}", bias));
+  close();
+  close();
+  close();
+  close();
+}
+
+std::optional<DType> Writer::conv_mma_type(const Stage& s) const {
+  if (target_ != Target::Cuda || s.kind != StageKind::Conv) return std::nullopt;
+  const ir::Node& n = g_.node(s.node);
+  const Buffer* x = plan_.buffer(n.inputs[0]);
+  const Buffer* w = plan_.buffer(n.inputs[1]);
+  if (!x || !w || x->dtype != w->dtype || (x->dtype != DType::bf16 && x->dtype != DType::f16))
+    return std::nullopt;
+  return x->dtype;
+}
+
 std::vector<ConvTile> Writer::conv_gemm_tiles(const Stage& s) const {
   if (target_ != Target::Cuda || s.kind != StageKind::Conv) return {};
   const ir::Node& n = g_.node(s.node);
-  if (rank(n.inputs[0]) != 4 || type(s.output).dtype != DType::f32) return {};
+  const DType t = type(s.output).dtype;
+  if (rank(n.inputs[0]) != 4 || (t != DType::f32 && t != DType::bf16 && t != DType::f16)) return {};
   const auto& ws = type(n.inputs[1]).shape;
   for (size_t k = 0; k < 4; ++k)
     if (!ws[k].is_static()) return {};
@@ -2852,7 +2969,7 @@ std::string Writer::cuda_kernel(const std::string& name, const std::string& head
 // that shape. The CPU emulator of the tests (EQF_CUDA_EMULATOR) computes the same product from
 // those layouts.
 constexpr const char* kMmaHelpers = R"eqf(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "eqfuse: 16-bit attention uses mma.sync.m16n8k16 (sm_80 or newer)"
+#error "eqfuse: 16-bit attention and convolution tiles use mma.sync.m16n8k16 (sm_80 or newer)"
 #endif
 __device__ __forceinline__ uint32_t eqf_pack_bf16(float lo, float hi) {
   return (uint32_t)eqf_float_to_bf16(lo) | (uint32_t)eqf_float_to_bf16(hi) << 16;

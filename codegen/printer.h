@@ -46,7 +46,10 @@
 //                       | channels of one output row, register | block per tile of 128, 64 or
 //                       | tiles of one vector along the row    | 32 channels by 64 pixels,
 //                       |                                      | 16-k slices in shared memory,
-//                       |                                      | register tiles; the run picks
+//                       |                                      | register tiles (16-bit
+//                       |                                      | operands: mma.sync m16n8k16
+//                       |                                      | fragments, 8 warps a tile);
+//                       |                                      | the run picks
 //                       |                                      | the largest size with 132
 //                       |                                      | tiles (depthwise: a thread
 //                       |                                      | per output element); with

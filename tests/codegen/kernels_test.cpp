@@ -929,6 +929,66 @@ TEST_CASE("f16 and bf16 models run in the twin: loads widen to float, stores rou
   }
 }
 
+TEST_CASE("CUDA convolution tiles on tensor cores where the operands are 16-bit") {
+  // The convolution-tiles graph of the test above, under --precision and as a bf16 model: each
+  // tile multiplies on mma.sync m16n8k16 (channel and k tails, groups, a merged epilogue),
+  // against the twin (one rounding of each stored value, sums in float) and the f32 model.
+  GraphBuilder b;
+  auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
+  const Dim n = Dim::symbol("n");
+  ValueId x = b.input("x", DType::f32, {n, Dim(20), Dim(11), Dim(9)});
+  ValueId w = b.weight("w", random_tensor({72, 20, 3, 3}, 21));
+  ValueId bias = b.weight("bias", random_tensor({72}, 22));
+  ValueId res = b.input("res", DType::f32, {n, Dim(72), Dim(11), Dim(9)});
+  ValueId wg = b.weight("wg", random_tensor({40, 10, 3, 5}, 23));
+  ValueId conv = b.op("Conv", {x, w, bias}, {{"pads", ints({1, 1, 1, 1})}});
+  b.output(b.op("Relu", {b.op("Add", {conv, res})}));
+  b.output(b.op("Conv", {x, wg},
+                {{"group", int64_t{2}}, {"strides", ints({2, 1})}, {"pads", ints({0, 2, 1, 3})}}));
+  ir::Graph g = std::move(b).finish();
+  const std::vector<ir::Tensor> inputs = {random_tensor({3, 20, 11, 9}, 24),
+                                          random_tensor({3, 72, 11, 9}, 25)};
+  const std::vector<ir::Tensor> exact = ir::Interpreter(g).run(inputs);
+  for (DType precision : {DType::bf16, DType::f16}) {
+    INFO(ir::dtype_name(precision));
+    codegen::PlanOptions options;
+    options.precision = precision;
+    const codegen::KernelPlan plan = codegen::make_plan(g, options);
+    const std::string cuda = codegen::print_kernels(plan, codegen::Target::Cuda);
+    const std::string mma = "eqf_mma_" + std::string(ir::dtype_name(precision)) + "(acc[r][c]";
+    size_t tiles = 0;
+    for (size_t at = cuda.find(mma); at != std::string::npos; at = cuda.find(mma, at + 1)) ++tiles;
+    CHECK(tiles == 3);  // 128x64 and 32x64 for 72 channels, 32x64 for 20 a group
+    auto [rtol, atol] = codegen::precision_tolerance(precision);
+    const std::vector<ir::Tensor> twin =
+        codegen::CpuModule::build(g, nullptr, {}, options)->run(inputs);
+    const std::vector<ir::Tensor> got = testing::run_cuda_emulated(g, inputs, options);
+    for (size_t k = 0; k < got.size(); ++k) {
+      frontend::Comparison to_twin = frontend::compare_tensors(got[k], twin[k], rtol, atol);
+      frontend::Comparison to_f32 = frontend::compare_tensors(got[k], exact[k], rtol, atol);
+      INFO("output " << k << ": against the twin " << to_twin.str() << "; against f32 "
+                     << to_f32.str());
+      CHECK(to_twin.match);
+      CHECK(to_f32.match);
+    }
+  }
+  // A bf16 model: its values are bf16 in the graph, the tiles the same.
+  GraphBuilder m;
+  ValueId mx = m.input("x", DType::bf16, {n, Dim(20), Dim(11), Dim(9)});
+  ValueId mw = m.weight("w", random_tensor({72, 20, 3, 3}, 21).cast(DType::bf16));
+  m.output(m.op("Relu", {m.op("Conv", {mx, mw}, {{"pads", ints({1, 1, 1, 1})}})}));
+  ir::Graph mg = std::move(m).finish();
+  const std::vector<ir::Tensor> in16 = {random_tensor({2, 20, 11, 9}, 26).cast(DType::bf16)};
+  CHECK(codegen::print_kernels(codegen::make_plan(mg), codegen::Target::Cuda)
+            .find("eqf_mma_bf16(acc[r][c]") != std::string::npos);
+  auto [rtol, atol] = codegen::precision_tolerance(DType::bf16);
+  const std::vector<ir::Tensor> want = ir::Interpreter(mg).run(in16);
+  const std::vector<ir::Tensor> got = testing::run_cuda_emulated(mg, in16);
+  frontend::Comparison c = frontend::compare_tensors(got[0], want[0], rtol, atol);
+  INFO("bf16 model: " << c.str());
+  CHECK(c.match);
+}
+
 TEST_CASE("a precision other than f32, f16 and bf16 is refused") {
   GraphBuilder b;
   b.output(b.op("Relu", {b.input("x", DType::f32, {Dim(4)})}));
