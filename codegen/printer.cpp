@@ -1921,7 +1921,9 @@ std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
   // fragment read touches fall in distinct banks), where mma.sync's fragments take them in
   // pairs. Otherwise the slices are floats, k by channel and k by pixel.
   const std::optional<DType> mma = conv_mma_type(s);
-  const char* to_16 = mma == DType::f16 ? "eqf_float_to_f16" : "eqf_float_to_bf16";
+  // What a thread loads for the next slice: floats, or the 16-bit values' bits as stored.
+  const char* reg = mma ? "uint16_t" : "float";
+  const char* zero = mma ? "0" : "0.0f";
   if (mma) {
     uses_mma = true;
     line(fmt::format("__shared__ __align__(16) uint16_t As[{}][24];", tile_m));
@@ -1942,7 +1944,7 @@ std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
                    win[0].stride, win[0].pad_begin, OW, win[1].stride, win[1].pad_begin));
   line(fmt::format("const {}* xb = {} + {} * {} * {};", xt, ptr(x),
                    iadd(imul("img", C), imul(grp, std::to_string(cg))), H, W));
-  line(fmt::format("float ra[{}], rb[{}];", a_loads, b_loads));
+  line(fmt::format("{} ra[{}], rb[{}];", reg, a_loads, b_loads));
   auto load = [&](const std::string& k0) {
     line("#pragma unroll");
     open(fmt::format("for (int u = 0; u < {}; ++u)", a_loads));
@@ -1950,22 +1952,23 @@ std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
     std::string ok = whole_k ? "" : fmt::format("k < {}", K);
     if (!whole_m)
       ok += fmt::format("{}m_in_group + am + 16 * u < {}", ok.empty() ? "" : " && ", mg);
-    std::string a = fmt::format("(float)wa[16 * u * {} + k]", K);
+    std::string a = fmt::format(
+        fmt::runtime(mma ? "wa[16 * u * {} + k].bits" : "(float)wa[16 * u * {} + k]"), K);
     line(ok.empty() ? fmt::format("ra[u] = {};", a)
-                    : fmt::format("ra[u] = {} ? {} : 0.0f;", ok, a));
+                    : fmt::format("ra[u] = {} ? {} : {};", ok, a, zero));
     close();
     line("#pragma unroll");
     open(fmt::format("for (int u = 0; u < {}; ++u)", b_loads));
     line(fmt::format("const int k = {} + bk + {} * u;", k0, 256 / tile_p));
-    line("float v = 0.0f;");
+    line(fmt::format("{} v = {};", reg, zero));
     open(whole_k ? "if (p_in)" : fmt::format("if (p_in && k < {})", K));
     line(fmt::format("const int c = k / {}, tap = k % {};", taps, taps));
     line(fmt::format("const int64_t ih = ih0 + tap / {} * {}, iw = iw0 + tap % {} * {};", kw_size,
                      win[0].dilation, kw_size, win[1].dilation));
     line(
-        fmt::format("if (ih >= 0 && ih < {} && iw >= 0 && iw < {}) v = (float)xb[(c * {} + ih) * "
-                    "{} + iw];",
-                    H, W, H, W));
+        fmt::format("if (ih >= 0 && ih < {} && iw >= 0 && iw < {}) v = {}xb[(c * {} + ih) * "
+                    "{} + iw]{};",
+                    H, W, mma ? "" : "(float)", H, W, mma ? ".bits" : ""));
     close();
     line("rb[u] = v;");
     close();
@@ -2001,12 +2004,11 @@ std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
   }
   open(fmt::format("for (int k0 = 0; k0 < {}; k0 += {})", K, kConvTileK));
   line("#pragma unroll");
-  line(mma ? fmt::format("for (int u = 0; u < {}; ++u) As[am + 16 * u][ak] = {}(ra[u]);", a_loads,
-                         to_16)
+  line(mma ? fmt::format("for (int u = 0; u < {}; ++u) As[am + 16 * u][ak] = ra[u];", a_loads)
            : fmt::format("for (int u = 0; u < {}; ++u) As[ak][am + 16 * u] = ra[u];", a_loads));
   line("#pragma unroll");
-  line(mma ? fmt::format("for (int u = 0; u < {}; ++u) Bs[bp][bk + {} * u] = {}(rb[u]);", b_loads,
-                         256 / tile_p, to_16)
+  line(mma ? fmt::format("for (int u = 0; u < {}; ++u) Bs[bp][bk + {} * u] = rb[u];", b_loads,
+                         256 / tile_p)
            : fmt::format("for (int u = 0; u < {}; ++u) Bs[bk + {} * u][bp] = rb[u];", b_loads,
                          256 / tile_p));
   line("__syncthreads();");

@@ -972,6 +972,39 @@ TEST_CASE("CUDA convolution tiles on tensor cores where the operands are 16-bit"
       CHECK(to_f32.match);
     }
   }
+  // The larger tiles, as the f32 test above runs them: 40 channels in 64x64 tiles (266 of
+  // them), 72 at a column stride of 2 in 128x64 tiles (134).
+  GraphBuilder big;
+  ValueId bx = big.input("x", DType::f32, {n, Dim(8), Dim(128), Dim(133)});
+  ValueId bw = big.weight("w", random_tensor({40, 8, 3, 3}, 27));
+  ValueId bw72 = big.weight("w72", random_tensor({72, 8, 3, 3}, 28));
+  ValueId bb72 = big.weight("b72", random_tensor({72}, 29));
+  big.output(big.op("Conv", {bx, bw}, {{"pads", ints({1, 1, 1, 1})}}));
+  big.output(big.op("Relu", {big.op("Conv", {bx, bw72, bb72},
+                                    {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({1, 2})}})}));
+  ir::Graph bg = std::move(big).finish();
+  const std::vector<ir::Tensor> big_in = {random_tensor({1, 8, 128, 133}, 30)};
+  const std::vector<ir::Tensor> big_exact = ir::Interpreter(bg).run(big_in);
+  for (DType precision : {DType::bf16, DType::f16}) {
+    codegen::PlanOptions options;
+    options.precision = precision;
+    const std::string cuda =
+        codegen::print_kernels(codegen::make_plan(bg, options), codegen::Target::Cuda);
+    CHECK(cuda.find("uint16_t As[128][24]") != std::string::npos);
+    CHECK(cuda.find("uint16_t As[64][24]") != std::string::npos);
+    auto [rtol, atol] = codegen::precision_tolerance(precision);
+    const std::vector<ir::Tensor> twin =
+        codegen::CpuModule::build(bg, nullptr, {}, options)->run(big_in);
+    const std::vector<ir::Tensor> got = testing::run_cuda_emulated(bg, big_in, options);
+    for (size_t k = 0; k < got.size(); ++k) {
+      frontend::Comparison to_twin = frontend::compare_tensors(got[k], twin[k], rtol, atol);
+      frontend::Comparison to_f32 = frontend::compare_tensors(got[k], big_exact[k], rtol, atol);
+      INFO(ir::dtype_name(precision) << " large tiles, output " << k << ": against the twin "
+                                     << to_twin.str() << "; against f32 " << to_f32.str());
+      CHECK(to_twin.match);
+      CHECK(to_f32.match);
+    }
+  }
   // A bf16 model: its values are bf16 in the graph, the tiles the same.
   GraphBuilder m;
   ValueId mx = m.input("x", DType::bf16, {n, Dim(20), Dim(11), Dim(9)});

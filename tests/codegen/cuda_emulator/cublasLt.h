@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 
 #include "cublas_v2.h"
 
@@ -75,13 +76,23 @@ inline cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
   *h = reinterpret_cast<cublasLtHandle_t>(uintptr_t(1));
   return CUBLAS_STATUS_SUCCESS;
 }
+namespace eqf_emu {
+// Descriptors live as long as the emulated library (generated code keeps its cuBLASLt choices for
+// the whole process, as a real process would): freed when the test unloads it.
+template <typename T>
+T* keep(T value) {
+  static std::deque<T> kept;
+  kept.push_back(value);
+  return &kept.back();
+}
+}  // namespace eqf_emu
+
 inline cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* d, cublasComputeType_t c,
                                                cudaDataType scale) {
-  *d = new eqf_lt_desc{c, scale};
+  *d = eqf_emu::keep(eqf_lt_desc{c, scale});
   return CUBLAS_STATUS_SUCCESS;
 }
-inline cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
-  delete d;
+inline cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
@@ -107,11 +118,10 @@ inline cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
 inline cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* l, cudaDataType t,
                                                  uint64_t rows, uint64_t cols, int64_t ld) {
   if (ld < int64_t(rows) || ld < 1) return CUBLAS_STATUS_INVALID_VALUE;
-  *l = new eqf_lt_layout{t, rows, cols, ld};
+  *l = eqf_emu::keep(eqf_lt_layout{t, rows, cols, ld});
   return CUBLAS_STATUS_SUCCESS;
 }
-inline cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t l) {
-  delete l;
+inline cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
@@ -128,11 +138,10 @@ inline cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
   return CUBLAS_STATUS_INVALID_VALUE;
 }
 inline cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* p) {
-  *p = new eqf_lt_preference{};
+  *p = eqf_emu::keep(eqf_lt_preference{});
   return CUBLAS_STATUS_SUCCESS;
 }
-inline cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t p) {
-  delete p;
+inline cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t) {
   return CUBLAS_STATUS_SUCCESS;
 }
 inline cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p,
