@@ -398,6 +398,9 @@ class Writer {
   // model): it multiplies them on tensor cores (mma.sync m16n8k16, f32 accumulators, the 8
   // warps each a block of fragments), else on the FP32 units.
   std::optional<DType> conv_mma_type(const Stage& s) const;
+  std::string conv_tile_bias(const Stage& s);
+  void conv_tile_store(const Stage& s, const std::string& pixels, const std::string& OW,
+                       const std::string& value);
   void conv_mma_store(const Stage& s, int64_t mi, int64_t ni, const std::string& P,
                       const std::string& pixels, const std::string& OW, bool whole_m, int64_t mg);
   // Whether CUDA convolution stage `s` may also run through cuDNN (in EQFUSE_CUDNN builds): a
@@ -452,8 +455,7 @@ class Writer {
     ValueId c = ir::kNoValue;     // the product's shape, times beta
     double beta = 0;
     bool relu = false;
-    const Stage* merged = nullptr;   // the pointwise stage it computes, or none
-    ValueId written = ir::kNoValue;  // D
+    const Stage* merged = nullptr;  // the pointwise stage it computes, or none
   };
   std::optional<LtEpilogue> cublaslt_epilogue(const Stage& s, size_t index) const;
   std::string cublaslt_call(const Stage& s, size_t index, const LibraryGemm& g,
@@ -2077,20 +2079,33 @@ std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
   open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
   if (!whole_m) line(fmt::format("if (m_in_group + ty * {} + r >= {}) break;", per_thread_m, mg));
   line(fmt::format("const int64_t m = m_first + ty * {} + r;", per_thread_m));
-  std::string bias = "0.0f";
-  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
-    bias = "(float)" + elem(n.inputs[2], Index{"m"});
+  const std::string bias = conv_tile_bias(s);
   line("#pragma unroll");
   open(fmt::format("for (int c = 0; c < {}; ++c)", per_thread_p));
   line(fmt::format("const int64_t q = p_first + tn * {} + c;", per_thread_p));
   line(fmt::format("if (q >= {}) break;", P));
-  line(fmt::format("const int64_t q_img = q / {}, q_in = q % {};", pixels, pixels));
-  line(fmt::format("const int64_t q_row = q_in / {}, q_col = q_in % {};", OW, OW));
-  Index at = {"q_img", "m", "q_row", "q_col"};
-  store_output(out, linear(out, at), at, fmt::format("acc[r][c] + {}", bias));
+  conv_tile_store(s, pixels, OW, fmt::format("acc[r][c] + {}", bias));
   close();
   close();
   return fmt::format("{} * {} * {}", group, p_tiles, m_tiles);
+}
+
+// A convolution tile's bias at output channel `m` (a float expression; "0.0f" without one).
+std::string Writer::conv_tile_bias(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    return "(float)" + elem(n.inputs[2], Index{"m"});
+  return "0.0f";
+}
+
+// Stores `value` at output channel `m` and flat pixel `q` of a convolution tile, through the
+// merged epilogue.
+void Writer::conv_tile_store(const Stage& s, const std::string& pixels, const std::string& OW,
+                             const std::string& value) {
+  line(fmt::format("const int64_t q_img = q / {}, q_in = q % {};", pixels, pixels));
+  line(fmt::format("const int64_t q_row = q_in / {}, q_col = q_in % {};", OW, OW));
+  Index at = {"q_img", "m", "q_row", "q_col"};
+  store_output(s.output, linear(s.output, at), at, value);
 }
 
 // The tensor-core tile's outputs: fragment (r, c)'s accumulator e of this lane is channel
@@ -2099,8 +2114,6 @@ std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
 void Writer::conv_mma_store(const Stage& s, int64_t mi, int64_t ni, const std::string& P,
                             const std::string& pixels, const std::string& OW, bool whole_m,
                             int64_t mg) {
-  const ir::Node& n = g_.node(s.node);
-  const ValueId out = s.output;
   line("#pragma unroll");
   open(fmt::format("for (int r = 0; r < {}; ++r)", mi));
   line("#pragma unroll");
@@ -2108,19 +2121,14 @@ void Writer::conv_mma_store(const Stage& s, int64_t mi, int64_t ni, const std::s
   line("const int row = warp_m0 + 16 * r + frag_row + (e ? 8 : 0);");
   if (!whole_m) line(fmt::format("if (m_in_group + row >= {}) continue;", mg));
   line("const int64_t m = m_first + row;");
-  std::string bias = "0.0f";
-  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
-    bias = "(float)" + elem(n.inputs[2], Index{"m"});
+  const std::string bias = conv_tile_bias(s);
   line("#pragma unroll");
   open(fmt::format("for (int c = 0; c < {}; ++c)", ni));
   line("#pragma unroll");
   open("for (int h = 0; h < 2; ++h)");
   line("const int64_t q = p_first + warp_p0 + 8 * c + 2 * frag_col + h;");
   line(fmt::format("if (q >= {}) continue;", P));
-  line(fmt::format("const int64_t q_img = q / {}, q_in = q % {};", pixels, pixels));
-  line(fmt::format("const int64_t q_row = q_in / {}, q_col = q_in % {};", OW, OW));
-  Index at = {"q_img", "m", "q_row", "q_col"};
-  store_output(out, linear(out, at), at, fmt::format("acc[r][c][e + h] + {}", bias));
+  conv_tile_store(s, pixels, OW, fmt::format("acc[r][c][e + h] + {}", bias));
   close();
   close();
   close();
@@ -2460,7 +2468,6 @@ std::optional<Writer::LtEpilogue> Writer::cublaslt_epilogue(const Stage& s, size
   };
   auto is_matrix = [&](ValueId v) { return stored(v) && type(v).shape == shape; };
   LtEpilogue e;
-  e.written = s.output;
   if (c.c != ir::kNoValue && c.beta != 0) {  // the Gemm's own beta C
     if (is_bias(c.c) && c.beta == 1)
       e.bias = c.c;
@@ -2503,7 +2510,6 @@ std::optional<Writer::LtEpilogue> Writer::cublaslt_epilogue(const Stage& s, size
     }
     if (ok && products == 1) {
       m.merged = next;
-      m.written = next->output;
       e = m;
     }
   }
@@ -2532,7 +2538,7 @@ std::string Writer::cublaslt_call(const Stage& s, size_t index, const LibraryGem
                         g_.value(e.merged->output).name);
   const std::string c = e.c != ir::kNoValue ? ptr(e.c) : "0";
   const std::string bias = e.bias != ir::kNoValue ? ptr(e.bias) : "0";
-  const std::string d = ptr(e.written);
+  const std::string d = ptr(e.merged ? e.merged->output : s.output);  // D
   used_.clear();
   // Column-major, as for cuBLAS: D^T = B^T A^T, the bias one element per row of D^T.
   return fmt::format(
