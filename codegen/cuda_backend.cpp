@@ -133,7 +133,6 @@ std::unique_ptr<CudaModule> CudaModule::build(
   if (!api->cublasGemmStridedBatchedEx)
     throw Error("CUDA backend: cuBLAS (libcublas.so) is not installed", Error::Kind::Unsupported);
   std::unique_ptr<CudaModule> m(new CudaModule());
-  m->plan_ = make_plan(graph, options);
   m->session_ = std::make_unique<Session>();
   Session& s = *m->session_;
   s.api = std::move(api);
@@ -145,6 +144,9 @@ std::unique_ptr<CudaModule> CudaModule::build(
   s.check(a.cuDeviceGetAttribute(&major, cuda::kAttrCcMajor, s.device), "compute capability");
   s.check(a.cuDeviceGetAttribute(&minor, cuda::kAttrCcMinor, s.device), "compute capability");
   std::string arch = fmt::format("sm_{}{}", major, minor);
+  PlanOptions for_device = options;
+  for_device.tensor_cores = options.tensor_cores && arch_has_tensor_cores(arch);
+  m->plan_ = make_plan(graph, for_device);
   CudaArtifacts artifacts = build_cuda_artifacts(m->plan_, arch, on_compile);
   if (info) *info = {name, arch, artifacts};
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <set>
 
@@ -261,6 +262,18 @@ ir::DType parse_precision(const std::string& name) {
   return *t;
 }
 
+bool arch_has_tensor_cores(const std::string& arch) {
+  std::string digits = arch.rfind("sm_", 0) == 0 ? arch.substr(3) : arch;
+  if (!digits.empty() && std::isalpha(static_cast<unsigned char>(digits.back())))
+    digits.pop_back();  // sm_90a
+  if (digits.size() < 2 || digits.size() > 3 ||
+      !std::all_of(digits.begin(), digits.end(),
+                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+    throw Error("CUDA architecture '" + arch + "': expected sm_NN, such as sm_90a or sm_86",
+                Error::Kind::BadInput);
+  return std::stoi(digits) >= 80;
+}
+
 KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   if (!is_precision(options.precision))
     throw Error(fmt::format("codegen: precision {}: expected f32, f16 or bf16",
@@ -269,6 +282,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   KernelPlan plan;
   plan.precision = options.precision;
   plan.epilogues_in_contractions = options.epilogues_in_contractions;
+  plan.tensor_cores = options.tensor_cores;
   std::vector<NodeId> origin;
   plan.graph = ir::inline_kernels(input_graph, &origin);
   ir::Graph& g = plan.graph;

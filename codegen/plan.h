@@ -107,10 +107,17 @@ struct PlanOptions {
   // softmax(S)·V as one attention stage where the graph has that form (StageKind::Attention).
   // Off: a MatMul, a Softmax and a MatMul stage, S and softmax(S) stored (for measuring).
   bool attention_stages = true;
+  // CUDA: 16-bit attention and convolution tiles multiply on tensor cores (mma.sync m16n8k16,
+  // sm_80 or newer). Off: they run on the FP32 units as f32 ones do, for older GPUs.
+  bool tensor_cores = true;
 };
 
 // "f32", "f16" or "bf16" as a precision; Error (BadInput) naming the text otherwise.
 ir::DType parse_precision(const std::string& name);
+
+// Whether a CUDA architecture ("sm_90a", "sm_86", "75") has the tensor-core instructions the
+// printer uses (sm_80 or newer); Error (BadInput) naming the text when it is not one.
+bool arch_has_tensor_cores(const std::string& arch);
 
 // The tolerance (rtol, atol) at which a plan's outputs are checked against the f32 model's:
 // 1e-3/1e-4 at f32, wider where stored tensors are rounded to 16 bits (measured on the shared
@@ -120,6 +127,7 @@ std::pair<double, double> precision_tolerance(ir::DType precision);
 struct KernelPlan {
   ir::DType precision = ir::DType::f32;   // PlanOptions::precision
   bool epilogues_in_contractions = true;  // PlanOptions::epilogues_in_contractions
+  bool tensor_cores = true;               // PlanOptions::tensor_cores
   ir::Graph graph;                        // the optimized graph with kernels expanded
   std::vector<std::string> dims;          // symbolic dims, the order of the run-time dims array
   std::vector<Stage> stages;

@@ -12,6 +12,7 @@
 
 #include "codegen/lowering.h"
 #include "codegen/prelude.h"
+#include "cost/kernel_forms.h"
 #include "ir/op_table.h"
 #include "ir/ops/window.h"
 #include "ir/scalar_expr.h"
@@ -90,13 +91,11 @@ static_assert(kAttentionWarps * 32 == 256, "an attention item is one block of th
 // registers.
 constexpr int64_t kMmaKeys = 64;
 // CUDA convolution tiles (body_conv_gemm): output channels by pixels, in slices of kConvTileK
-// k staged in shared memory. A convolution runs in the largest of its tiles of which there
-// are at least kConvFullWave (one per SM of an H200), so that small batches still fill the GPU.
-// Tiles of 128 pixels measured slower than tiles of 64 on the H200 (README).
-struct ConvTile {
-  int64_t m, p;
-};
-constexpr int64_t kConvTileK = 16, kConvFullWave = 132;
+// k staged in shared memory. Which tiles a convolution has and which a run takes is
+// cost/kernel_forms.h's, which the cost model prices.
+using cost::ConvTile;
+using cost::kConvFullWave;
+constexpr int64_t kConvTileK = cost::kConvSliceK;
 
 // The 4-element vector type a CUDA pointwise group loads or stores a buffer of `t` as in one
 // access (16 bytes for f32, 8 for 16-bit types), or "" where it does not.
@@ -1306,7 +1305,8 @@ std::string Writer::body_attention(const Stage& s) {
 }
 
 std::optional<DType> Writer::attention_mma_type(const Stage& s) const {
-  if (target_ != Target::Cuda || s.kind != StageKind::Attention) return std::nullopt;
+  if (target_ != Target::Cuda || !plan_.tensor_cores || s.kind != StageKind::Attention)
+    return std::nullopt;
   const ir::Node& qk = g_.node(s.attention->scores);
   const ValueId q = qk.inputs[0], k = qk.inputs[1], v = g_.node(s.node).inputs[1];
   // Under --precision the operands are rounded to it where they are loaded, as they would be
@@ -2136,7 +2136,8 @@ void Writer::conv_mma_store(const Stage& s, int64_t mi, int64_t ni, const std::s
 }
 
 std::optional<DType> Writer::conv_mma_type(const Stage& s) const {
-  if (target_ != Target::Cuda || s.kind != StageKind::Conv) return std::nullopt;
+  if (target_ != Target::Cuda || !plan_.tensor_cores || s.kind != StageKind::Conv)
+    return std::nullopt;
   const ir::Node& n = g_.node(s.node);
   const Buffer* x = plan_.buffer(n.inputs[0]);
   const Buffer* w = plan_.buffer(n.inputs[1]);
@@ -2153,11 +2154,7 @@ std::vector<ConvTile> Writer::conv_gemm_tiles(const Stage& s) const {
   const auto& ws = type(n.inputs[1]).shape;
   for (size_t k = 0; k < 4; ++k)
     if (!ws[k].is_static()) return {};
-  const int64_t mg = ws[0].value() / ir::make_context(g_, n).attr_int("group");
-  if (mg < 16) return {};
-  if (mg > 64) return {{128, 64}, {32, 64}};
-  if (mg > 32) return {{64, 64}, {32, 64}};
-  return {{32, 64}};
+  return cost::conv_tiles(ws[0].value() / ir::make_context(g_, n).attr_int("group"));
 }
 
 bool Writer::cudnn_conv(const Stage& s) const {
@@ -2977,7 +2974,7 @@ std::string Writer::cuda_kernel(const std::string& name, const std::string& head
 // that shape. The CPU emulator of the tests (EQF_CUDA_EMULATOR) computes the same product from
 // those layouts.
 constexpr const char* kMmaHelpers = R"eqf(#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "eqfuse: 16-bit attention and convolution tiles use mma.sync.m16n8k16 (sm_80 or newer)"
+#error "eqfuse: 16-bit attention and convolution tiles use mma.sync.m16n8k16 (sm_80 or newer): write the tree with eqfuse compile --arch for this GPU"
 #endif
 __device__ __forceinline__ uint32_t eqf_pack_bf16(float lo, float hi) {
   return (uint32_t)eqf_float_to_bf16(lo) | (uint32_t)eqf_float_to_bf16(hi) << 16;

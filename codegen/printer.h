@@ -65,7 +65,8 @@
 //
 // f16 and bf16 buffers (a model's own, or --precision's) hold `eqf_f16`/`eqf_bf16`, 16-bit types
 // of the prelude that convert to float on load and round to nearest even on store, with the same
-// code on both targets; every expression computes in float.
+// code on both targets; every expression computes in float. The tensor-core forms need sm_80 or
+// newer; a plan for an older GPU (PlanOptions::tensor_cores off) gets the FP32 forms.
 //
 // Everything outside that table is checked on every CI run by running the C++ twin against the
 // interpreter; the CUDA-only part by building with nvcc, by running the CUDA source on the

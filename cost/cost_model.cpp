@@ -195,8 +195,21 @@ NodeCost CostModel::node_cost(const ir::OpContext& ctx,
       !inputs.empty() ? inputs[0].dtype : (!outs.empty() ? outs[0].dtype : ir::DType::f32);
   double wave = 1.0;
   if (fusion == ir::FusionClass::Contraction) {
-    if (auto tiles = gemm_output_tiles(bound, outs, profile_.gemm_tile_m, profile_.gemm_tile_n))
-      wave = wave_efficiency(*tiles, profile_.sm_count);
+    if (auto form = conv_form(bound, outs, profile_.sm_count)) {
+      wave = form->compute_factor;
+      if (!inputs.empty()) w.bytes_read += (form->input_reads - 1) * stored_bytes(inputs[0]);
+    } else {
+      // A library GEMM takes smaller tiles where its largest would not fill the SMs: the
+      // profile's tile, then halved along N, then along both, the first with a tile per SM.
+      const int tm = profile_.gemm_tile_m, tn = profile_.gemm_tile_n;
+      for (auto [m, n] : {std::pair{tm, tn}, std::pair{tm, std::max(1, tn / 2)},
+                          std::pair{std::max(1, tm / 2), std::max(1, tn / 2)}}) {
+        auto tiles = gemm_output_tiles(bound, outs, m, n);
+        if (!tiles) break;
+        wave = wave_efficiency(*tiles, profile_.sm_count);
+        if (*tiles >= profile_.sm_count) break;
+      }
+    }
   }
   return kernel_cost(w.flops, w.bytes_read + w.bytes_written, peak_for(fusion, dtype),
                      efficiency_for(fusion, ctx.node.op_type), wave);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cost/kernel_forms.h"
+
 namespace eqfuse::cost {
 namespace {
 
@@ -39,6 +41,33 @@ std::optional<int64_t> gemm_output_tiles(const ir::OpContext& ctx,
     return gemm_tiles(group, m, dims[1] / group, tile_m, tile_n);
   }
   return std::nullopt;
+}
+
+std::optional<ConvForm> conv_form(const ir::OpContext& ctx,
+                                  const std::vector<ir::TensorType>& outputs, int sm_count) {
+  if (ctx.node.op_type != "Conv" || outputs.empty() || !outputs[0].shape.is_static() ||
+      ctx.input_types.size() < 2 || !ctx.input_types[1] || !ctx.input_types[1]->shape.is_static())
+    return std::nullopt;
+  const std::vector<int64_t> dims = outputs[0].shape.static_dims();
+  const std::vector<int64_t> ws = ctx.input_types[1]->shape.static_dims();
+  if (dims.size() != 4 || ws.size() != 4) return std::nullopt;
+  const int64_t groups = std::max<int64_t>(1, ctx.node.attrs.get_int("group", 1));
+  const int64_t channels = std::max<int64_t>(1, dims[1] / groups);
+  const int64_t pixels = std::max<int64_t>(1, dims[0] * dims[2] * dims[3]);
+  const int64_t k = std::max<int64_t>(1, ws[1] * ws[2] * ws[3]);
+  const std::vector<ConvTile> tiles = conv_tiles(channels);
+  ConvForm form;
+  if (tiles.empty() || sm_count <= 0) {
+    form.input_reads = static_cast<double>(std::max<int64_t>(1, ws[2] * ws[3]));
+    return form;
+  }
+  const ConvTile t = pick_conv_tile(tiles, groups, channels, pixels);
+  const int64_t waves = ceil_div(conv_tile_count(t, groups, channels, pixels), sm_count);
+  const double slots = static_cast<double>(waves * sm_count) * static_cast<double>(t.m * t.p) *
+                       static_cast<double>(ceil_div(k, kConvSliceK) * kConvSliceK);
+  form.compute_factor = static_cast<double>(groups * channels * pixels) * static_cast<double>(k) /
+                        slots * conv_tile_relative_efficiency(t);
+  return form;
 }
 
 double wave_efficiency(int64_t tiles, int sm_count) {

@@ -2,8 +2,8 @@
 // Wave quantization of GEMM-shaped kernels. A GEMM kernel cuts its output into tiles and runs
 // one tile per SM at a time; when the tile count is not a multiple of the SM count the last wave
 // leaves SMs idle, so a 133-tile GEMM on 132 SMs takes two full waves. Convolutions run as
-// implicit GEMMs and quantize the same way. Skinny and small GEMMs are where this matters,
-// and where a plain roofline is most optimistic.
+// implicit GEMMs and quantize the same way, in the tiles they run in (cost/kernel_forms.h). Skinny
+// and small GEMMs are where this matters, and where a plain roofline is most optimistic.
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -17,6 +17,21 @@ namespace eqfuse::cost {
 std::optional<int64_t> gemm_output_tiles(const ir::OpContext& ctx,
                                          const std::vector<ir::TensorType>& outputs, int tile_m,
                                          int tile_n);
+
+// How generated code runs a 2-D Conv (cost/kernel_forms.h), for pricing it.
+struct ConvForm {
+  // Tiles: the SMs' busy fraction in the tile the run picks, its tiles in waves of one per SM,
+  // the tiles' unused channels, pixels and k counted as idle, times the tile's relative
+  // efficiency. One output per thread: 1.
+  double compute_factor = 1.0;
+  // One output per thread reads its input once per tap (nothing staged in shared memory);
+  // tiles read it once: how many times the input's bytes count.
+  double input_reads = 1.0;
+};
+// nullopt for any other op or a shape that is not static (the caller then takes
+// gemm_output_tiles').
+std::optional<ConvForm> conv_form(const ir::OpContext& ctx,
+                                  const std::vector<ir::TensorType>& outputs, int sm_count);
 
 // Output tiles of `batch` GEMMs of m x n cut into tile_m x tile_n tiles (each count at least 1).
 int64_t gemm_tiles(int64_t batch, int64_t m, int64_t n, int tile_m, int tile_n);

@@ -77,6 +77,9 @@ int run_compile(const CompileArgs& a) {
   tree.cuda_arch = a.arch;
   codegen::PlanOptions plan_options;
   plan_options.precision = codegen::parse_precision(a.precision);
+  // Before sm_80, 16-bit tiles run on the FP32 units (no mma.sync.m16n8k16).
+  if (tree.target == codegen::Target::Cuda)
+    plan_options.tensor_cores = codegen::arch_has_tensor_cores(a.arch);
   auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -170,7 +173,9 @@ RegisterCommand compile_command{
        app.add_option("model", args->model, "the ONNX model")->required();
        app.add_option("--out", args->out, "the folder to write")->required();
        app.add_option("--target", args->target, "cuda (default) or cpu (the C++ twin)");
-       app.add_option("--arch", args->arch, "CUDA architecture (default sm_90a)");
+       app.add_option("--arch", args->arch,
+                      "CUDA architecture (default sm_90a; before sm_80, 16-bit attention and "
+                      "convolutions run without tensor cores)");
        app.add_option("--dim", args->dims,
                       "NAME=VALUE: fix a symbolic dim (default: dims stay run-time parameters)");
        app.add_option("--device", args->device, "device profile for the optimizer (default h200)");

@@ -5,7 +5,9 @@ CPU machine (no GPU needed).
 then measures every stage of the generated kernels (bench/gpu/run.py's per-stage profile). Where
 a kernel class is far from its prediction, this fits the factors that price that class to what
 the kernels did at the large batch, where each kernel runs long enough for its time to be its
-work (at batch 1 a profiled stage is mostly launch and event overhead):
+work (at batch 1 a profiled stage is mostly launch and event overhead), from the kernels whose
+prediction is at least 4 launches (else the prediction is mostly launch overhead and says
+nothing of the class's throughput):
 
   efficiency.convolution  kernels with a Conv stage   (compute-bound: direct loops of our own)
   efficiency.contraction  kernels with a MatMul/Gemm stage and no Conv or attention stage
@@ -19,9 +21,16 @@ writes predictions.json) and prints the error per kernel class, and per model ag
 CUDA-graph replay of the whole run, before and after. Writes OUT (a profile file for
 `--device`) with a "refit" object holding the samples and the errors.
 
+Kernels are matched to the measurements by name, so the graphs priced must be the ones the run
+measured: by default each model is optimized again as prepare.sh did, which is right while the
+optimizer has not changed since the run; `--graphs DIR` prices DIR/MODEL.onnx instead, the
+optimized graphs of the measured trees (`eqfuse optimize` of the commit the trees were written
+at), compiled with --no-optimize. A model whose plan has another number of stages than the run
+measured is left out, and said so.
+
   python3 bench/gpu/refit_profile.py [--results bench/gpu/results] [--trees bench/gpu/trees]
       [--base bench/gpu/results/calibrated_profile.json] [--eqfuse build/tools/eqfuse]
-      [--out bench/gpu/results/refitted_profile.json]
+      [--graphs DIR] [--out bench/gpu/results/refitted_profile.json]
 """
 import argparse
 import json
@@ -33,12 +42,13 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-MIN_MS = 0.020  # kernels shorter than this are mostly launch overhead
+MIN_MS = 0.050  # kernels shorter than this are mostly launch overhead
 
 
 def measured_kernels(results):
-    """(model, batch, kernel name) -> (stage kinds, measured ms), from the merged results."""
-    out, graphs = {}, {}
+    """(model, batch, kernel name) -> (stage kinds, measured ms), and (model, batch) -> the
+    CUDA-graph replay and the number of stages measured, from the merged results."""
+    out, graphs, stages = {}, {}, {}
     with open(os.path.join(results, "gpu.json")) as f:
         merged = json.load(f)
     for row in merged["cost_model"]["kernels"]:
@@ -49,28 +59,46 @@ def measured_kernels(results):
                 r = m.get(f"b{b}")
                 if isinstance(r, dict) and "graph_replay_ms" in r["generic"]:
                     graphs[(m["model"], b)] = r["generic"]["graph_replay_ms"]
-    return out, graphs
+                if isinstance(r, dict) and "stage_ms" in r["generic"]:
+                    stages[m["model"]] = len(r["generic"]["stage_ms"])
+    return out, graphs, stages
 
 
-def predictions(eqfuse, trees, model, profile, scratch):
-    """kernel name -> {batch: predicted ms} for `model` priced with `profile`, compiled the way
-    prepare.sh compiled its tree."""
+def predictions(eqfuse, trees, model, profile, scratch, graphs):
+    """(kernel name -> {batch: predicted ms}, number of stages) for `model` priced with
+    `profile`, compiled the way prepare.sh compiled its tree (from graphs/MODEL.onnx, not
+    optimized again, where `graphs` is given)."""
     with open(os.path.join(trees, f"{model}.compile.json")) as f:
         compiled = json.load(f)
     src = compiled["model"]
     if not os.path.isabs(src):
         src = os.path.join(ROOT, src)
     flags = ["--dynamic-batch"] if "/models/" in src and compiled["dims"] else []
+    if graphs:
+        src = os.path.join(graphs, f"{model}.onnx")
+        flags.append("--no-optimize")
     out = os.path.join(scratch, model)
     subprocess.run([eqfuse, "compile", src, "--target", "cuda", "--out", out, "--device", profile]
                    + flags, check=True, capture_output=True, text=True)
+    with open(os.path.join(out, "plan.json")) as f:
+        stages = sum(len(k["stages"]) for k in json.load(f)["kernels"])
     with open(os.path.join(out, "predictions.json")) as f:
-        return {k["name"]: {int(b): ms for b, ms in k["predicted_ms"].items()}
-                for k in json.load(f)["kernels"]}
+        return ({k["name"]: {int(b): ms for b, ms in k["predicted_ms"].items()}
+                 for k in json.load(f)["kernels"]}, stages)
 
 
-def price_all(eqfuse, trees, models, profile, scratch):
-    return {m: predictions(eqfuse, trees, m, profile, scratch) for m in models}
+def price_all(eqfuse, trees, models, profile, scratch, graphs, measured_stages):
+    """model -> kernel name -> {batch: ms}, for the models whose plan has the stages the run
+    measured."""
+    priced = {}
+    for m in models:
+        kernels, stages = predictions(eqfuse, trees, m, profile, scratch, graphs)
+        if measured_stages.get(m, stages) != stages:
+            print(f"{m}: left out, its plan has {stages} stages and the run measured "
+                  f"{measured_stages[m]} (another optimizer; see --graphs)", file=sys.stderr)
+            continue
+        priced[m] = kernels
+    return priced
 
 
 def errors(measured, graphs, priced):
@@ -95,8 +123,9 @@ def main():
     ap.add_argument("--base", default=os.path.join(HERE, "results", "calibrated_profile.json"))
     ap.add_argument("--eqfuse", default=os.path.join(ROOT, "build", "tools", "eqfuse"))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "refitted_profile.json"))
+    ap.add_argument("--graphs", help="optimized graphs of the measured trees, DIR/MODEL.onnx")
     args = ap.parse_args()
-    measured, graphs = measured_kernels(args.results)
+    measured, graphs, measured_stages = measured_kernels(args.results)
     models = sorted({m for m, _, _ in measured}
                     & {m for m in os.listdir(args.trees) if not os.path.isfile(
                         os.path.join(args.trees, m))})
@@ -109,7 +138,8 @@ def main():
     with open(base_file, "w") as f:
         json.dump(base, f)
     print(f"pricing {len(models)} models with the base profile", file=sys.stderr)
-    before = price_all(args.eqfuse, args.trees, models, base_file, scratch)
+    before = price_all(args.eqfuse, args.trees, models, base_file, scratch, args.graphs,
+                       measured_stages)
 
     # The factors, from the large batch's long kernels.
     def kind_of(cls):
@@ -126,7 +156,9 @@ def main():
     for (model, batch, kernel), (cls, ms) in measured.items():
         p = before.get(model, {}).get(kernel, {}).get(batch)
         kind = kind_of(cls)
-        if batch != 64 or p is None or kind is None or ms < MIN_MS:
+        # A kernel whose prediction is mostly launch overhead says nothing of its class's
+        # throughput (the small GEMMs of the transformers: cuBLAS's fixed cost per call).
+        if batch != 64 or p is None or kind is None or ms < MIN_MS or p < 4 * launch_ms:
             continue
         samples[kind].append({"model": model, "kernel": kernel, "class": cls, "measured_ms": ms,
                               "predicted_ms": p,
@@ -150,7 +182,8 @@ def main():
     with open(args.out, "w") as f:
         json.dump(refit, f, indent=1)
     print(f"pricing {len(models)} models with the refitted profile", file=sys.stderr)
-    after = price_all(args.eqfuse, args.trees, models, args.out, scratch)
+    after = price_all(args.eqfuse, args.trees, models, args.out, scratch, args.graphs,
+                      measured_stages)
 
     b_class, b_model = errors(measured, graphs, before)
     a_class, a_model = errors(measured, graphs, after)

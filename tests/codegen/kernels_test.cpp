@@ -1022,6 +1022,52 @@ TEST_CASE("CUDA convolution tiles on tensor cores where the operands are 16-bit"
   CHECK(c.match);
 }
 
+TEST_CASE("before sm_80, 16-bit attention and convolution tiles run on the FP32 units") {
+  // `--arch sm_75` (a T4) has no mma.sync m16n8k16: PlanOptions::tensor_cores off prints the
+  // f32 forms over the 16-bit buffers (loads convert to float), which the twin checks.
+  CHECK(codegen::arch_has_tensor_cores("sm_90a"));
+  CHECK(codegen::arch_has_tensor_cores("sm_80"));
+  CHECK(codegen::arch_has_tensor_cores("86"));
+  CHECK_FALSE(codegen::arch_has_tensor_cores("sm_75"));
+  CHECK_FALSE(codegen::arch_has_tensor_cores("sm_70"));
+  CHECK_THROWS_WITH(codegen::arch_has_tensor_cores("sm_9x"),
+                    Catch::Contains("'sm_9x': expected sm_NN"));
+  CHECK_THROWS_AS(codegen::arch_has_tensor_cores(""), Error);
+
+  GraphBuilder b;
+  const Dim n = Dim::symbol("n");
+  ValueId x = b.input("x", DType::f32, {n, Dim(20), Dim(11), Dim(9)});
+  ValueId w = b.weight("w", random_tensor({72, 20, 3, 3}, 31));
+  ValueId bias = b.weight("bias", random_tensor({72}, 32));
+  b.output(b.op("Relu", {b.op("Conv", {x, w, bias},
+                              {{"pads", ir::AttrValue(std::vector<int64_t>{1, 1, 1, 1})}})}));
+  ir::Graph conv = std::move(b).finish();
+  ir::Graph attention = attention_graph("causal", 2, 37, 67, 8, 5);
+  const std::vector<ir::Tensor> conv_in = {random_tensor({2, 20, 11, 9}, 33)};
+  const std::vector<ir::Tensor> attention_in = {
+      random_tensor({2, 2, 37, 8}, 34), random_tensor({2, 2, 67, 8}, 35),
+      random_tensor({2, 2, 67, 5}, 36), random_tensor({37, 67}, 37)};
+  codegen::PlanOptions options;
+  options.precision = DType::f16;
+  options.tensor_cores = false;
+  auto [rtol, atol] = codegen::precision_tolerance(DType::f16);
+  for (const auto& [g, inputs] :
+       {std::pair{&conv, &conv_in}, std::pair{&attention, &attention_in}}) {
+    const std::string cuda =
+        codegen::print_kernels(codegen::make_plan(*g, options), codegen::Target::Cuda);
+    CHECK(cuda.find("eqf_mma_") == std::string::npos);
+    CHECK(cuda.find("sm_80 or newer") == std::string::npos);
+    const std::vector<ir::Tensor> twin =
+        codegen::CpuModule::build(*g, nullptr, {}, options)->run(*inputs);
+    const std::vector<ir::Tensor> got = testing::run_cuda_emulated(*g, *inputs, options);
+    frontend::Comparison c = frontend::compare_tensors(got[0], twin[0], rtol, atol);
+    INFO(c.str());
+    CHECK(c.match);
+  }
+  CHECK(codegen::print_kernels(codegen::make_plan(conv, options), codegen::Target::Cuda)
+            .find("float As[16]") != std::string::npos);  // the FP32 tile
+}
+
 TEST_CASE("a precision other than f32, f16 and bf16 is refused") {
   GraphBuilder b;
   b.output(b.op("Relu", {b.input("x", DType::f32, {Dim(4)})}));

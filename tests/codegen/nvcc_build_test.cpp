@@ -1,12 +1,14 @@
 // nvcc builds the generated CUDA tree of every shared model (optimized, dims left symbolic) for
 // sm_90a and sm_86 with every warning an error, and the bench program once; and, for models
 // with a MatMul, a convolution and a row reduction, the --precision bf16 tree too (16-bit
-// buffers, cuBLAS GemmEx). The convolutions' cuDNN form is compiled too where the toolkit has
-// cudnn.h (-DEQFUSE_CUDNN). Each tree's hosted units (`eqfuse run --backend cuda`) are also
-// built: the kernels with NVRTC for sm_90a, the host code with the system compiler. Skips (exit 77)
-// where nvcc or ../shared is absent: CI machines have the CUDA toolkit but no GPU, so this is
-// the check CI gives the CUDA-only half of the printer. pointwise_chain's PTX must show 128-bit
-// loads and stores (its pointwise kernel in groups of 4 elements per thread).
+// buffers, cuBLAS GemmEx; attention and convolution tiles on tensor cores) and an f16 tree for
+// sm_75, a GPU before tensor cores' mma.sync m16n8k16 (those tiles on the FP32 units). The
+// convolutions' cuDNN form is compiled too where the toolkit has cudnn.h (-DEQFUSE_CUDNN). Each
+// tree's hosted units (`eqfuse run --backend cuda`) are also built: the kernels with NVRTC for
+// sm_90a, the host code with the system compiler. Skips (exit 77) where nvcc or ../shared is
+// absent: CI machines have the CUDA toolkit but no GPU, so this is the check CI gives the CUDA-only
+// half of the printer. pointwise_chain's PTX must show 128-bit loads and stores (its pointwise
+// kernel in groups of 4 elements per thread).
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -37,13 +39,16 @@ std::string cudnn_flag(const std::string& nvcc) {
   return fs::exists(include) ? "-DEQFUSE_CUDNN " : "";
 }
 
-bool nvcc_compile(const std::string& nvcc, const fs::path& dir, const std::string& file) {
+const char* const kTargetArchs =
+    "-gencode arch=compute_90a,code=sm_90a -gencode arch=compute_86,code=sm_86 ";
+
+bool nvcc_compile(const std::string& nvcc, const fs::path& dir, const std::string& file,
+                  const std::string& archs = kTargetArchs) {
   fs::path log = dir / (file + ".log");
-  std::string cmd = "'" + nvcc + "' -std=c++17 " + cudnn_flag(nvcc) +
-                    "-gencode arch=compute_90a,code=sm_90a " +
-                    "-gencode arch=compute_86,code=sm_86 -Werror all-warnings " +
-                    "-Xcompiler -Wall,-Wextra -c -o '" + (dir / (file + ".o")).string() + "' '" +
-                    (dir / file).string() + "' > '" + log.string() + "' 2>&1";
+  std::string cmd = "'" + nvcc + "' -std=c++17 " + cudnn_flag(nvcc) + archs +
+                    "-Werror all-warnings " + "-Xcompiler -Wall,-Wextra -c -o '" +
+                    (dir / (file + ".o")).string() + "' '" + (dir / file).string() + "' > '" +
+                    log.string() + "' 2>&1";
   if (std::system(cmd.c_str()) == 0) return true;
   std::ifstream in(log);
   std::cout << "FAILED: nvcc " << (dir / file).string() << "\n" << in.rdbuf() << "\n";
@@ -94,15 +99,31 @@ int main() {
         std::string model_name = entry.path().filename().string();
         bool lowered_too =
             std::string(set) == "models" && (model_name == "bert_tiny" || model_name == "resnet18");
-        for (ir::DType precision : {ir::DType::f32, ir::DType::bf16}) {
-          if (precision != ir::DType::f32 && !lowered_too) continue;
+        struct Variant {
+          ir::DType precision;
+          const char* arch;  // what the tree is written for
+          const char* suffix;
+        };
+        for (Variant v :
+             {Variant{ir::DType::f32, "sm_90a", ""}, Variant{ir::DType::bf16, "sm_90a", "_bf16"},
+              Variant{ir::DType::f16, "sm_75", "_f16_sm75"}}) {
+          if (v.precision != ir::DType::f32 && !lowered_too) continue;
           codegen::PlanOptions po;
-          po.precision = precision;
+          po.precision = v.precision;
+          po.tensor_cores = codegen::arch_has_tensor_cores(v.arch);
           codegen::KernelPlan plan = codegen::make_plan(fused, po);
-          std::string tree = name + (precision == ir::DType::f32 ? "" : "_bf16");
+          std::string tree = name + v.suffix;
           fs::path dir = work / tree;
-          codegen::write_source_tree(plan, dir, {codegen::Target::Cuda, "sm_90a"});
-          bool ok = nvcc_compile(nvcc, dir, "kernels.cu");
+          codegen::write_source_tree(plan, dir, {codegen::Target::Cuda, v.arch});
+          const bool pre_ampere = !po.tensor_cores;
+          bool ok = pre_ampere ? nvcc_compile(nvcc, dir, "kernels.cu", "-arch=sm_75 ")
+                               : nvcc_compile(nvcc, dir, "kernels.cu");
+          if (ok && pre_ampere) {
+            std::stringstream text;
+            text << std::ifstream(dir / "kernels.cu").rdbuf();
+            ok = text.str().find("eqf_mma_") == std::string::npos;
+            if (!ok) std::cout << "FAILED: " << tree << " uses mma.sync, which sm_75 lacks\n";
+          }
           if (ok && !bench_done) ok = nvcc_compile(nvcc, dir, "bench.cu"), bench_done = true;
           // A pointwise kernel over whole groups of 4 loads and stores 128 bits at a time.
           if (ok && name == "models_pointwise_chain") {
@@ -113,7 +134,7 @@ int main() {
           std::string nvrtc;
           if (ok) {
             try {
-              codegen::CudaArtifacts a = codegen::build_cuda_artifacts(plan, "sm_90a");
+              codegen::CudaArtifacts a = codegen::build_cuda_artifacts(plan, v.arch);
               if (!a.cached) nvrtc = ", NVRTC " + std::to_string(a.nvrtc_seconds) + " s";
             } catch (const Error& e) {
               std::cout << "FAILED: NVRTC or the host code of " << tree << ": " << e.what() << "\n";

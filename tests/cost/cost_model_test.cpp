@@ -111,7 +111,13 @@ TEST_CASE("batched MatMul quantizes over batch x tiles", "[cost]") {
   }
 }
 
-TEST_CASE("convolution is an implicit GEMM with wave quantization", "[cost]") {
+// The busy fraction of `tiles` tiles of `tile_outputs` outputs each, `outputs` of them used.
+double tile_busy(long tiles, long tile_outputs, double outputs, int sms) {
+  long waves = (tiles + sms - 1) / sms;
+  return outputs / (static_cast<double>(waves * sms) * static_cast<double>(tile_outputs));
+}
+
+TEST_CASE("convolution is priced in the tiles generated code runs it in", "[cost]") {
   for (const auto& f : test::published_figures()) {
     INFO(f.name);
     // x [8,64,56,56] * w [128,64,3,3] (pad 1) -> [8,128,56,56], f16
@@ -121,10 +127,38 @@ TEST_CASE("convolution is an implicit GEMM with wave quantization", "[cost]") {
     cost::NodeCost c = model_for(f).node_cost(g->graph, g->node());
     double flops = 2.0 * (8 * 128 * 56 * 56) * (64 * 3 * 3);
     double bytes = (8.0 * 64 * 56 * 56 + 128 * 64 * 9 + 8.0 * 128 * 56 * 56) * 2;
-    // GEMM M = 8*56*56 = 25088 -> 196 tiles of 128; N = 128 -> 1 tile.
-    double wave = wave_of(196, f.sms);
+    // 128 channels by 8*56*56 = 25088 pixels: 392 tiles of 128x64, at least 132, so those.
+    double wave = tile_busy(392, 128 * 64, 128.0 * 25088, f.sms);
     CHECK(c.flops == Approx(flops));
     CHECK(c.seconds == Approx(roofline(f, flops, f.fp16_tflops, f.eff_contraction, wave, bytes)));
+  }
+}
+
+TEST_CASE("a small convolution takes the small tiles; a depthwise one has none", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    // 512 channels of 7x7 at batch 1: 4 tiles of 128x64 are too few to fill the GPU, so the
+    // run takes 16 of 32x64, each 49 of 64 pixels used, at that tile's relative efficiency
+    // (0.57 of the 128x64 tile's).
+    auto small = one_node(&test_ops().conv, "Conv",
+                          {type(DType::f32, {1, 512, 7, 7}), type(DType::f32, {512, 512, 3, 3})},
+                          {type(DType::f32, {1, 512, 7, 7})});
+    cost::NodeCost c = model_for(f).node_cost(small->graph, small->node());
+    double flops = 2.0 * (512 * 49) * (512 * 9);
+    double bytes = (512.0 * 49 * 2 + 512 * 512 * 9) * 4;
+    double wave = tile_busy(16, 32 * 64, 512.0 * 49, f.sms) * 0.57;
+    CHECK(c.seconds == Approx(roofline(f, flops, f.fp32_tflops, f.eff_contraction, wave, bytes)));
+    // Depthwise (one channel a group): one output per thread, no tiles, the input read once
+    // per tap.
+    ir::Attributes attrs;
+    attrs.set("group", int64_t{96});
+    auto depthwise = one_node(&test_ops().conv, "Conv",
+                              {type(DType::f32, {1, 96, 56, 56}), type(DType::f32, {96, 1, 3, 3})},
+                              {type(DType::f32, {1, 96, 56, 56})}, attrs);
+    cost::NodeCost d = model_for(f).node_cost(depthwise->graph, depthwise->node());
+    double dflops = 2.0 * (96 * 56 * 56) * 9;
+    double dbytes = (96.0 * 56 * 56 * (9 + 1) + 96 * 9) * 4;
+    CHECK(d.seconds == Approx(roofline(f, dflops, f.fp32_tflops, f.eff_contraction, 1, dbytes)));
   }
 }
 
@@ -163,7 +197,9 @@ TEST_CASE("grouped convolution quantizes one GEMM per group", "[cost]") {
     cost::NodeCost c = model_for(f).node_cost(g->graph, g->node());
     double flops = 2.0 * (256 * 14 * 14) * (64 * 9);
     double bytes = (256.0 * 196 + 256 * 64 * 9 + 256.0 * 196) * 4;
-    double wave = wave_of(4 * 2 * 1, f.sms);  // M = 196 -> 2 tiles, N = 64 -> 1, 4 groups
+    // 64 channels a group: 4 tiles of 64x64 (196 pixels) are too few, so 32x64 tiles, 2 by 4
+    // in each of the 4 groups, at 0.57 of the 128x64 tile's efficiency.
+    double wave = tile_busy(4 * 2 * 4, 32 * 64, 4.0 * 64 * 196, f.sms) * 0.57;
     CHECK(c.seconds == Approx(roofline(f, flops, f.fp32_tflops, f.eff_contraction, wave, bytes)));
   }
 }

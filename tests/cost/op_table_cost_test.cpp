@@ -51,7 +51,8 @@ TEST_CASE("op table: MatMul and Conv costs follow their work counts", "[cost]") 
     CHECK(conv.flops == Approx(2.0 * (8 * 128 * 56 * 56) * (64 * 9)));
     CHECK(conv.seconds ==
           Approx(roofline(f, conv.flops, f.fp16_tflops, f.eff_contraction,
-                          196.0 / (((196 + f.sms - 1) / f.sms) * f.sms), conv.bytes)));
+                          128.0 * 25088 / (((392 + f.sms - 1) / f.sms) * f.sms * 128 * 64),
+                          conv.bytes)));  // 392 tiles of 128x64 (cost/kernel_forms.h)
     cost::NodeCost mm = model.node_cost(g, node_named(g, "MatMul"));
     double flops = 2.0 * 4096 * 4096 * 4096;
     CHECK(mm.flops == Approx(flops));
