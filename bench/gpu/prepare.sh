@@ -20,6 +20,10 @@ models="pointwise_chain:4096:1 mlp_block:64:1 attention_block:64:1 bert_tiny:64:
 resnet18:64:1 bert_tiny_op13:64:4 vit_tiny:64:4 squeezenet1_1:64:4 mobilenet_v2:64:4"
 carry_weights_limit=$((4 * 1024 * 1024))  # larger weights are seeded on the GPU instead
 : > "$out/models.txt"
+# The commit the trees come from, which the results carry (refit_profile.py prices the graphs of
+# the trees a run measured: bench/gpu/measured_graphs.sh).
+{ git rev-parse HEAD 2>/dev/null || echo unknown; } | tr -d '\n' > "$out/commit"
+git diff --quiet HEAD 2>/dev/null || printf ' with uncommitted changes' >> "$out/commit"
 
 # The C++ twin of a model (compile flags given) run once at the bench's seeded weights and
 # inputs (seed 1, at $TWIN_DIM, default batch=1), its inputs and outputs written as a test-data
