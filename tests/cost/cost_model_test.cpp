@@ -148,6 +148,16 @@ TEST_CASE("a small convolution takes the small tiles; a depthwise one has none",
     double bytes = (512.0 * 49 * 2 + 512 * 512 * 9) * 4;
     double wave = tile_busy(16, 32 * 64, 512.0 * 49, f.sms) * 0.57;
     CHECK(c.seconds == Approx(roofline(f, flops, f.fp32_tflops, f.eff_contraction, wave, bytes)));
+    // k of 3 channels by 3x3 taps = 27 runs in two slices of 16: 5 of 32 idle. 32 channels of
+    // 112x112 at batch 1: 196 tiles of 32x64, all full.
+    auto stem = one_node(&test_ops().conv, "Conv",
+                         {type(DType::f32, {1, 3, 112, 112}), type(DType::f32, {32, 3, 3, 3})},
+                         {type(DType::f32, {1, 32, 112, 112})});
+    cost::NodeCost st = model_for(f).node_cost(stem->graph, stem->node());
+    CHECK(st.compute_seconds ==
+          Approx(2.0 * (32 * 112 * 112) * 27 /
+                 (f.fp32_tflops * 1e12 * f.eff_contraction *
+                  tile_busy(196, 32 * 64, 32.0 * 112 * 112, f.sms) * 27 / 32 * 0.57)));
     // Depthwise (one channel a group): one output per thread, no tiles, the input read once
     // per tap.
     ir::Attributes attrs;
