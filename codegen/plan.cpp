@@ -263,15 +263,33 @@ ir::DType parse_precision(const std::string& name) {
 }
 
 bool arch_has_tensor_cores(const std::string& arch) {
-  std::string digits = arch.rfind("sm_", 0) == 0 ? arch.substr(3) : arch;
-  if (!digits.empty() && std::isalpha(static_cast<unsigned char>(digits.back())))
-    digits.pop_back();  // sm_90a
-  if (digits.size() < 2 || digits.size() > 3 ||
-      !std::all_of(digits.begin(), digits.end(),
-                   [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
-    throw Error("CUDA architecture '" + arch + "': expected sm_NN, such as sm_90a or sm_86",
-                Error::Kind::BadInput);
-  return std::stoi(digits) >= 80;
+  // What CMake's CUDA_ARCHITECTURES takes, which a tree passes it: which GPUs "native" and "all"
+  // mean is not known here, so they keep the tensor cores (an older GPU then stops at the
+  // tiles' #error, which says to name its architecture).
+  if (arch == "native" || arch == "all" || arch == "all-major") return true;
+  bool all = true;
+  size_t start = 0;
+  do {
+    size_t end = arch.find(';', start);
+    std::string entry =
+        arch.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? arch.size() + 1 : end + 1;
+    if (entry.rfind("sm_", 0) == 0) entry = entry.substr(3);
+    for (const char* suffix : {"-real", "-virtual"})
+      if (entry.size() > std::strlen(suffix) &&
+          entry.compare(entry.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
+        entry.resize(entry.size() - std::strlen(suffix));
+    if (!entry.empty() && (entry.back() == 'a' || entry.back() == 'f')) entry.pop_back();  // 90a
+    if (entry.size() < 2 || entry.size() > 3 ||
+        !std::all_of(entry.begin(), entry.end(),
+                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      throw Error("CUDA architecture '" + arch +
+                      "': expected sm_NN (such as sm_90a or sm_86), a list of them separated by "
+                      "';', native or all",
+                  Error::Kind::BadInput);
+    all = all && std::stoi(entry) >= 80;
+  } while (start <= arch.size());
+  return all;
 }
 
 KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {

@@ -2150,11 +2150,11 @@ std::vector<ConvTile> Writer::conv_gemm_tiles(const Stage& s) const {
   if (target_ != Target::Cuda || s.kind != StageKind::Conv) return {};
   const ir::Node& n = g_.node(s.node);
   const DType t = type(s.output).dtype;
-  if (rank(n.inputs[0]) != 4 || (t != DType::f32 && t != DType::bf16 && t != DType::f16)) return {};
   const auto& ws = type(n.inputs[1]).shape;
-  for (size_t k = 0; k < 4; ++k)
-    if (!ws[k].is_static()) return {};
-  return cost::conv_tiles(ws[0].value() / ir::make_context(g_, n).attr_int("group"));
+  if (!ws.is_static()) return {};
+  return cost::conv_tiles(static_cast<int64_t>(rank(n.inputs[0])) - 2,
+                          t == DType::f32 || t == DType::bf16 || t == DType::f16,
+                          ws[0].value() / ir::make_context(g_, n).attr_int("group"));
 }
 
 bool Writer::cudnn_conv(const Stage& s) const {

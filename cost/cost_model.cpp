@@ -193,11 +193,11 @@ NodeCost CostModel::node_cost(const ir::OpContext& ctx,
   ir::OpWork w = ctx.def.work ? ctx.def.work(bound, outs) : estimated_work(fusion, inputs, outs);
   ir::DType dtype =
       !inputs.empty() ? inputs[0].dtype : (!outs.empty() ? outs[0].dtype : ir::DType::f32);
-  double wave = 1.0;
+  double wave = 1.0, reread = 0;
   if (fusion == ir::FusionClass::Contraction) {
     if (auto form = conv_form(bound, outs, profile_.sm_count)) {
       wave = form->compute_factor;
-      if (!inputs.empty()) w.bytes_read += (form->input_reads - 1) * stored_bytes(inputs[0]);
+      if (!inputs.empty()) reread = (form->input_reads - 1) * stored_bytes(inputs[0]);
     } else {
       // A library GEMM takes smaller tiles where its largest would not fill the SMs: the
       // profile's tile, then halved along N, then along both, the first with a tile per SM.
@@ -211,8 +211,10 @@ NodeCost CostModel::node_cost(const ir::OpContext& ctx,
       }
     }
   }
-  return kernel_cost(w.flops, w.bytes_read + w.bytes_written, peak_for(fusion, dtype),
-                     efficiency_for(fusion, ctx.node.op_type), wave);
+  NodeCost c = kernel_cost(w.flops, w.bytes_read + reread + w.bytes_written,
+                           peak_for(fusion, dtype), efficiency_for(fusion, ctx.node.op_type), wave);
+  c.reread_bytes = reread;
+  return c;
 }
 
 NodeCost CostModel::opaque_cost(const std::string& op_type,
@@ -243,6 +245,7 @@ NodeCost CostModel::fused_body_cost(const ir::OpContext& bound,
     NodeCost c = node_cost(g, n);  // each op's compute term keeps its own wave quantization
     flops += c.flops;
     compute += c.compute_seconds;
+    bytes += c.reread_bytes;
   }
   for (const ir::TensorType* t : bound.input_types)
     if (t) bytes += stored_bytes(*t);

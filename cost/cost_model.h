@@ -63,7 +63,10 @@ bool folds_into_indexing(std::string_view op_type);
 struct NodeCost {
   double seconds = 0;
   double flops = 0;
-  double bytes = 0;            // read + written
+  double bytes = 0;  // read + written
+  // Of `bytes`, what a convolution run one output per thread reads again (its input once for
+  // every output covering it, beyond the first read): memory traffic a fused kernel has too.
+  double reread_bytes = 0;
   double compute_seconds = 0;  // FLOP term (after efficiency and wave quantization)
   double memory_seconds = 0;   // byte term
   double launch_seconds = 0;

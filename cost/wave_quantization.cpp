@@ -50,23 +50,38 @@ std::optional<ConvForm> conv_form(const ir::OpContext& ctx,
     return std::nullopt;
   const std::vector<int64_t> dims = outputs[0].shape.static_dims();
   const std::vector<int64_t> ws = ctx.input_types[1]->shape.static_dims();
-  if (dims.size() != 4 || ws.size() != 4) return std::nullopt;
+  if (dims.size() < 3 || ws.size() != dims.size()) return std::nullopt;
   const int64_t groups = std::max<int64_t>(1, ctx.node.attrs.get_int("group", 1));
   const int64_t channels = std::max<int64_t>(1, dims[1] / groups);
-  const int64_t pixels = std::max<int64_t>(1, dims[0] * dims[2] * dims[3]);
-  const int64_t k = std::max<int64_t>(1, ws[1] * ws[2] * ws[3]);
-  const std::vector<ConvTile> tiles = conv_tiles(channels);
+  int64_t pixels = dims[0], k = 1;
+  for (size_t i = 2; i < dims.size(); ++i) pixels *= dims[i];
+  for (size_t i = 1; i < ws.size(); ++i) k *= ws[i];
+  pixels = std::max<int64_t>(1, pixels);
+  k = std::max<int64_t>(1, k);
+  const ir::DType t = outputs[0].dtype;
+  const std::vector<ConvTile> tiles =
+      conv_tiles(static_cast<int64_t>(dims.size()) - 2,
+                 t == ir::DType::f32 || t == ir::DType::f16 || t == ir::DType::bf16, channels);
   ConvForm form;
-  if (tiles.empty() || sm_count <= 0) {
-    form.input_reads = static_cast<double>(std::max<int64_t>(1, ws[2] * ws[3]));
+  if (tiles.empty()) {
+    // Each output reads its k inputs itself: groups x channels x pixels x k elements, against
+    // the input's count (a stride-2 depthwise 3x3 reads each element about 9 / 4 times).
+    const ir::TensorType* x = ctx.input_types[0];
+    if (x && x->shape.is_static()) {
+      const double input = static_cast<double>(x->shape.numel().value_or(1));
+      form.input_reads =
+          std::max(1.0, static_cast<double>(groups * channels * pixels) * k / std::max(1.0, input));
+    }
     return form;
   }
-  const ConvTile t = pick_conv_tile(tiles, groups, channels, pixels);
-  const int64_t waves = ceil_div(conv_tile_count(t, groups, channels, pixels), sm_count);
-  const double slots = static_cast<double>(waves * sm_count) * static_cast<double>(t.m * t.p) *
+  if (sm_count <= 0) return form;
+  const ConvTile tile = pick_conv_tile(tiles, groups, channels, pixels);
+  const int64_t waves = ceil_div(conv_tile_count(tile, groups, channels, pixels), sm_count);
+  const double slots = static_cast<double>(waves * sm_count) *
+                       static_cast<double>(tile.m * tile.p) *
                        static_cast<double>(ceil_div(k, kConvSliceK) * kConvSliceK);
   form.compute_factor = static_cast<double>(groups * channels * pixels) * static_cast<double>(k) /
-                        slots * conv_tile_relative_efficiency(t);
+                        slots * conv_tile_relative_efficiency(tile);
   return form;
 }
 

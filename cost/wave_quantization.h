@@ -18,14 +18,15 @@ std::optional<int64_t> gemm_output_tiles(const ir::OpContext& ctx,
                                          const std::vector<ir::TensorType>& outputs, int tile_m,
                                          int tile_n);
 
-// How generated code runs a 2-D Conv (cost/kernel_forms.h), for pricing it.
+// How generated code runs a Conv (cost/kernel_forms.h), for pricing it.
 struct ConvForm {
   // Tiles: the SMs' busy fraction in the tile the run picks, its tiles in waves of one per SM,
   // the tiles' unused channels, pixels and k counted as idle, times the tile's relative
   // efficiency. One output per thread: 1.
   double compute_factor = 1.0;
-  // One output per thread reads its input once per tap (nothing staged in shared memory);
-  // tiles read it once: how many times the input's bytes count.
+  // How many times the input's bytes count: one output per thread reads its own inputs (no
+  // tile stages them in shared memory), so an input element is read once for every output
+  // that covers it; tiles read it once.
   double input_reads = 1.0;
 };
 // nullopt for any other op or a shape that is not static (the caller then takes

@@ -3,15 +3,27 @@
 # builds eqfuse at the commit the trees were written at (the results' "trees_commit"; the
 # committed results in bench/gpu/results predate that field and come from 5ebd89c) in a
 # worktree, and writes OUT/MODEL.onnx with its `eqfuse optimize` for each model of the trees,
-# from the source prepare.sh compiled. A later optimizer may fuse differently, and the kernels
-# are matched to the measurements by name.
+# from the source prepare.sh compiled. Kernels are matched to the measurements by name, and a
+# later optimizer may fuse differently. prepare.sh made the batch symbolic before optimizing
+# (compile --dynamic-batch) where `optimize` keeps the export's batch of 1: both gave the same
+# kernels for every model of the committed run, and refit_profile.py leaves out a model whose
+# stage count differs from the run's.
 #   bench/gpu/measured_graphs.sh COMMIT OUT [TREES]     (TREES default bench/gpu/trees)
+# The worktree stays in $TMPDIR/eqfuse-at-COMMIT for the next call (git worktree remove it).
 set -euo pipefail
-commit=$1
+if [ $# -lt 2 ]; then
+  echo "usage: $0 COMMIT OUT [TREES]" >&2
+  exit 2
+fi
 out=$(realpath -m "$2")
+trees=$(realpath "${3:-$(dirname "$0")/trees}")
 cd "$(dirname "$0")/../.."
-trees=$(realpath "${3:-bench/gpu/trees}")
+commit=$(git rev-parse --verify "${1%% *}^{commit}")  # "SHA with uncommitted changes" too
 work=${TMPDIR:-/tmp}/eqfuse-at-$commit
+if [ -d "$work" ] && [ "$(git -C "$work" rev-parse HEAD)" != "$commit" ]; then
+  echo "$work is not at $commit: remove it (git worktree remove --force $work)" >&2
+  exit 1
+fi
 [ -d "$work" ] || git worktree add -f --detach "$work" "$commit"
 [ -x "$work/build/tools/eqfuse" ] || {
   cmake -S "$work" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null

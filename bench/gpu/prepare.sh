@@ -22,8 +22,13 @@ carry_weights_limit=$((4 * 1024 * 1024))  # larger weights are seeded on the GPU
 : > "$out/models.txt"
 # The commit the trees come from, which the results carry (refit_profile.py prices the graphs of
 # the trees a run measured: bench/gpu/measured_graphs.sh).
-{ git rev-parse HEAD 2>/dev/null || echo unknown; } | tr -d '\n' > "$out/commit"
-git diff --quiet HEAD 2>/dev/null || printf ' with uncommitted changes' >> "$out/commit"
+if commit=$(git rev-parse HEAD 2>/dev/null); then
+  [ -z "$(git status --porcelain 2>/dev/null)" ] ||
+    commit="$commit with uncommitted changes"
+else
+  commit=unknown
+fi
+printf '%s' "$commit" > "$out/commit"
 
 # The C++ twin of a model (compile flags given) run once at the bench's seeded weights and
 # inputs (seed 1, at $TWIN_DIM, default batch=1), its inputs and outputs written as a test-data

@@ -285,7 +285,10 @@ def run_part(args):
     print(f"== cuDNN: {CUDNN[1] if CUDNN else 'not found (convolutions in eqfuse kernels only)'}",
           flush=True)
     commit_file = os.path.join(args.trees, "commit")
-    commit = open(commit_file).read().strip() if os.path.exists(commit_file) else "unknown"
+    commit = "unknown"
+    if os.path.exists(commit_file):
+        with open(commit_file) as f:
+            commit = f.read().strip()
     results = {"part": args.part, "device": device_name(), "cudnn": CUDNN and CUDNN[1],
                "trees_commit": commit,
                "models": [], "models_bf16": [],

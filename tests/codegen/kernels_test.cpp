@@ -1030,9 +1030,14 @@ TEST_CASE("before sm_80, 16-bit attention and convolution tiles run on the FP32 
   CHECK(codegen::arch_has_tensor_cores("86"));
   CHECK_FALSE(codegen::arch_has_tensor_cores("sm_75"));
   CHECK_FALSE(codegen::arch_has_tensor_cores("sm_70"));
+  CHECK(codegen::arch_has_tensor_cores("sm_100a"));
+  CHECK(codegen::arch_has_tensor_cores("80;90a-real"));  // CMake's forms, as trees pass it on
+  CHECK_FALSE(codegen::arch_has_tensor_cores("75;90"));
+  CHECK(codegen::arch_has_tensor_cores("native"));
   CHECK_THROWS_WITH(codegen::arch_has_tensor_cores("sm_9x"),
                     Catch::Contains("'sm_9x': expected sm_NN"));
   CHECK_THROWS_AS(codegen::arch_has_tensor_cores(""), Error);
+  CHECK_THROWS_AS(codegen::arch_has_tensor_cores("80;"), Error);
 
   GraphBuilder b;
   const Dim n = Dim::symbol("n");

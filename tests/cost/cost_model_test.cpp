@@ -169,6 +169,42 @@ TEST_CASE("a small convolution takes the small tiles; a depthwise one has none",
     double dflops = 2.0 * (96 * 56 * 56) * 9;
     double dbytes = (96.0 * 56 * 56 * (9 + 1) + 96 * 9) * 4;
     CHECK(d.seconds == Approx(roofline(f, dflops, f.fp32_tflops, f.eff_contraction, 1, dbytes)));
+    // At stride 2 an output covers 9 inputs, an input 9 / 4 outputs.
+    ir::Attributes strided = attrs;
+    strided.set("strides", std::vector<int64_t>{2, 2});
+    auto down = one_node(&test_ops().conv, "Conv",
+                         {type(DType::f32, {1, 96, 112, 112}), type(DType::f32, {96, 1, 3, 3})},
+                         {type(DType::f32, {1, 96, 56, 56})}, strided);
+    cost::NodeCost s2 = model_for(f).node_cost(down->graph, down->node());
+    CHECK(s2.bytes == Approx((96.0 * 112 * 112 * 9 / 4 + 96 * 56 * 56 + 96 * 9) * 4));
+    CHECK(s2.reread_bytes == Approx(96.0 * 112 * 112 * (9.0 / 4 - 1) * 4));
+  }
+}
+
+TEST_CASE("a fused kernel keeps its depthwise convolution's rereads", "[cost]") {
+  ir::GraphBuilder b("dw");
+  ir::ValueId x = b.input("x", DType::f32, {ir::Dim(1), ir::Dim(96), ir::Dim(56), ir::Dim(56)});
+  ir::ValueId w = b.weight("w", ir::Tensor(DType::f32, {96, 1, 3, 3}));
+  b.output(b.op("Kernel", {x, w},
+                {{"body", std::string("(Relu (Conv :group 96 :pads (1 1 1 1) ?0 ?1))")}}));
+  ir::Graph g = std::move(b).finish();
+  CostModel model(DeviceProfile::load_builtin("h200"));
+  cost::NodeCost k = model.node_cost(g, g.nodes().back());
+  const double own = (96.0 * 56 * 56 * 2 + 96 * 9) * 4;    // x, w and the output
+  CHECK(k.bytes == Approx(own + 96.0 * 56 * 56 * 8 * 4));  // and x read 8 times more
+}
+
+TEST_CASE("a small library GEMM is priced in tiles small enough to give the SMs work", "[cost]") {
+  for (const auto& f : test::published_figures()) {
+    INFO(f.name);
+    // 256 x 256: 4 tiles of 128x128, 8 of 128x64, 16 of 64x64, all fewer than the SMs: the
+    // smallest.
+    auto g = one_node(&test_ops().matmul, "MatMul",
+                      {type(DType::f16, {256, 4096}), type(DType::f16, {4096, 256})},
+                      {type(DType::f16, {256, 256})});
+    cost::NodeCost c = model_for(f).node_cost(g->graph, g->node());
+    CHECK(c.compute_seconds ==
+          Approx(2.0 * 256 * 256 * 4096 / (f.fp16_tflops * 1e12 * f.eff_contraction * 16 / f.sms)));
   }
 }
 
