@@ -1,0 +1,633 @@
+// The printer's contractions in loops of their own: MatMul and Gemm, 2-D convolution
+// (printer_writer.h).
+#include "codegen/printer_writer.h"
+
+namespace eqfuse::codegen::detail {
+
+Contraction contraction(const ir::Graph& g, const ir::Node& n) {
+  Contraction c;
+  c.a = n.inputs[0];
+  c.b = n.inputs[1];
+  if (n.op_type == "Gemm") {
+    ir::OpContext ctx = ir::make_context(g, n);
+    c.gemm = true;
+    c.trans_a = ctx.attr_int("transA") != 0;
+    c.trans_b = ctx.attr_int("transB") != 0;
+    c.alpha = ctx.attr_float("alpha");
+    c.beta = ctx.attr_float("beta");
+    if (n.inputs.size() > 2) c.c = n.inputs[2];
+  }
+  return c;
+}
+
+std::string Writer::body_matmul_element(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  Contraction c = contraction(g_, n);
+  ValueId out = s.output;
+  size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
+  Index idx = decompose_value("i", out);
+  std::string k = fresh("k");
+  std::string ct = compute_type({type(out).dtype});
+  Index ia, ib;
+  std::string K;
+  if (c.gemm) {
+    std::string m = idx[0], nn = idx[1];
+    ia = c.trans_a ? Index{k, m} : Index{m, k};
+    ib = c.trans_b ? Index{nn, k} : Index{k, nn};
+    K = dim(c.a, c.trans_a ? 0 : 1);
+  } else {
+    K = dim(c.a, ra - 1);
+    size_t batch = ro - (ra >= 2 ? 1 : 0) - (rb >= 2 ? 1 : 0);
+    Index bidx(idx.begin(), idx.begin() + long(batch));
+    if (ra >= 2) {
+      ia = matrix_index(c.a, bidx, idx[batch], k);
+    } else {
+      ia = {k};
+    }
+    if (rb >= 2) {
+      ib = matrix_index(c.b, bidx, k, idx[ro - 1]);
+    } else {
+      ib = {k};
+    }
+  }
+  std::string acc = fresh("acc");
+  line(fmt::format("{} {} = 0;", ct, acc));
+  open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", k, k, K, k));
+  line(fmt::format("{} += ({}){} * ({}){};", acc, ct, elem(c.a, ia), ct, elem(c.b, ib)));
+  close();
+  std::string v = acc;
+  if (c.gemm) {
+    v = fmt::format("{} * {}", literal(c.alpha, ct), acc);
+    if (c.c != ir::kNoValue && c.beta != 0)
+      v += fmt::format(" + {} * ({}){}", literal(c.beta, ct), ct,
+                       elem(c.c, broadcast_index(c.c, idx)));
+  }
+  store_output(out, "i", idx, v);
+  return numel(out);
+}
+
+// The CPU form. Where B's rows are contiguous, one item per block of `mb` output rows, in
+// register tiles: two vectors of columns at a time, their mb x 2 vectors of sums in registers
+// (named variables of the compilers' vector extension) over all of K, so each load of B feeds
+// mb multiply-adds. Where B is transposed (Gemm transB), one item per row, a dot product per
+// column.
+std::string Writer::body_matmul_rows(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  Contraction c = contraction(g_, n);
+  ValueId out = s.output;
+  size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
+  const bool b_rows = !(c.gemm && c.trans_b);  // B's rows (along N) are contiguous
+  const ir::Dim& row_dim = type(out).shape[ro - 2];
+  // Rows per item: two vectors of sums per row, kTileAccumulators in all.
+  int64_t mb = b_rows && row_dim.is_static() ? kTileAccumulators / 2 : 1;
+  while (row_dim.is_static() && row_dim.value() % mb != 0) mb /= 2;
+  std::vector<std::string> rdims;
+  std::vector<bool> rone;
+  for (size_t k = 0; k + 1 < ro; ++k) {
+    rdims.push_back(k + 2 == ro && mb > 1 ? fmt::format("({} / {})", dim(out, k), mb)
+                                          : dim(out, k));
+    rone.push_back(dim_is_one(out, k) && !(k + 2 == ro && mb > 1));
+  }
+  std::string rows = "1";
+  for (const std::string& d : rdims) rows = imul(rows, d);
+  Index ridx = decompose("i", rdims, rone);
+  std::string ct = compute_type({type(out).dtype});
+  std::string N = dim(out, ro - 1);
+  std::string m = ridx.empty() ? "0" : ridx.back();
+  if (mb > 1) {
+    line(fmt::format("const int64_t m0 = {} * {};", m, mb));
+    m = "m0";
+    ridx.back() = m;
+  }
+  std::string K, sak, sam, sbk, sbn, abase, bbase;
+  if (c.gemm) {
+    K = dim(c.a, c.trans_a ? 0 : 1);
+    abase = linear(c.a, c.trans_a ? Index{"0", m} : Index{m, "0"});
+    sak = c.trans_a ? dim(c.a, 1) : "1";
+    sam = c.trans_a ? "1" : K;
+    bbase = "0";
+    sbk = c.trans_b ? "1" : dim(c.b, 1);
+    sbn = c.trans_b ? dim(c.b, 1) : "1";
+  } else {
+    K = dim(c.a, ra - 1);
+    size_t batch = ro - 2;
+    const Index batch_index(ridx.begin(), ridx.begin() + long(batch));
+    abase = linear(c.a, matrix_index(c.a, batch_index, m, "0"));
+    sak = "1";
+    sam = K;
+    bbase = linear(c.b, matrix_index(c.b, batch_index, "0", "0"));
+    sbk = dim(c.b, rb - 1);
+    sbn = "1";
+  }
+  row_work_ = imul(imul(N, K), std::to_string(mb));
+  line(fmt::format("const {}* a = {} + {};", buffer_type(c.a), ptr(c.a), abase));
+  line(fmt::format("const {}* b = {} + {};", buffer_type(c.b), ptr(c.b), bbase));
+  // Element (row m + r, col) once, from an accumulator in the compute type, whatever the
+  // buffer's type.
+  auto store = [&](int64_t r, const std::string& col, const std::string& acc) {
+    std::string row = iadd(m, std::to_string(r));
+    std::string v = acc;
+    if (c.gemm) {
+      v = fmt::format("{} * {}", literal(c.alpha, ct), acc);
+      if (c.c != ir::kNoValue && c.beta != 0)
+        v += fmt::format(" + {} * ({}){}", literal(c.beta, ct), ct,
+                         elem(c.c, broadcast_index(c.c, Index{row, col})));
+    }
+    Index at = ridx;
+    at.back() = row;
+    at.push_back(col);
+    std::string lin = iadd(imul(mb > 1 ? fmt::format("(i * {} + {})", mb, r) : "i", N), col);
+    store_output(out, lin, at, v);
+  };
+  if (b_rows) {
+    // Tiles of two vectors of columns by mb rows.
+    vector_variants(ct, [&](int lanes) {
+      const int vectors = 2, tile = vectors * lanes;
+      auto acc = [](int64_t r, int h) { return fmt::format("acc{}_{}", r, h); };
+      open(fmt::format("for (int64_t n0 = 0; n0 < {}; n0 += {})", N, tile));
+      line(fmt::format("const int64_t nb = {} - n0 < {} ? {} - n0 : {};", N, tile, N, tile));
+      for (int64_t r = 0; r < mb; ++r)
+        for (int h = 0; h < vectors; ++h) line(fmt::format("vec {} = (vec){{}};", acc(r, h)));
+      auto reduction = [&](bool whole) {
+        open(fmt::format("for (int64_t k = 0; k < {}; ++k)", K));
+        line(fmt::format("const {}* br = b + {} + n0;", buffer_type(c.b), imul("k", sbk)));
+        for (int h = 0; h < vectors; ++h) {
+          if (whole && buffer_type(c.b) == ct) {
+            line(fmt::format("vec x{}; memcpy(&x{}, br + {}, sizeof(vec));", h, h, h * lanes));
+            continue;
+          }
+          std::string elements;
+          for (int u = 0; u < lanes; ++u) {
+            int q = h * lanes + u;
+            elements += (u ? ", " : "") +
+                        (whole ? fmt::format("({})br[{}]", ct, q)
+                               : fmt::format("({} < nb ? ({})br[{}] : ({})0)", q, ct, q, ct));
+          }
+          line(fmt::format("const vec x{} = {{{}}};", h, elements));
+        }
+        for (int64_t r = 0; r < mb; ++r) {
+          line(fmt::format("const {} a{} = ({})a[{}];", ct, r, ct,
+                           iadd(imul(std::to_string(r), sam), imul("k", sak))));
+          for (int h = 0; h < vectors; ++h) line(fmt::format("{} += a{} * x{};", acc(r, h), r, h));
+        }
+        close();
+      };
+      open(fmt::format("if (nb == {})", tile));
+      reduction(true);
+      close();
+      open("else");
+      reduction(false);
+      close();
+      // Each vector's elements stored (and their epilogue computed) by a loop, not unrolled:
+      // the epilogue is printed once per vector.
+      for (int64_t r = 0; r < mb; ++r)
+        for (int h = 0; h < vectors; ++h) {
+          std::string u = fresh("u"), e = fresh("e");
+          // Through an array: indexing the vector itself by a variable would keep it in memory
+          // for the whole reduction.
+          line(fmt::format("{} {}[{}];", ct, e, lanes));
+          line(fmt::format("memcpy({}, &{}, sizeof(vec));", e, acc(r, h)));
+          open(fmt::format("for (int {} = 0; {} < {} && {} + {} < nb; ++{})", u, u, lanes,
+                           h * lanes, u, u));
+          store(r, fmt::format("(n0 + {} + {})", h * lanes, u), fmt::format("{}[{}]", e, u));
+          close();
+        }
+      close();
+    });
+  } else {
+    open(fmt::format("for (int64_t n = 0; n < {}; ++n)", N));
+    line(fmt::format("const {}* br = b + {};", buffer_type(c.b), imul("n", sbn)));
+    line(fmt::format("{} acc = 0;", ct));
+    line("#pragma omp simd reduction(+ : acc)");
+    line(fmt::format("for (int64_t k = 0; k < {}; ++k) acc += ({})a[{}] * ({})br[k];", K, ct,
+                     imul("k", sak), ct));
+    store(0, "n", "acc");
+    close();
+  }
+  return rows;
+}
+
+std::vector<ir::structured::WindowAxis> window_of(const ir::Graph& g, const ir::Node& n,
+                                                  const std::vector<int64_t>& kernel) {
+  ir::OpContext ctx = ir::make_context(g, n);
+  const ir::TensorType& x = *ctx.input_types[0];
+  std::vector<ir::Dim> spatial(x.shape.dims().begin() + 2, x.shape.dims().end());
+  bool ceil_mode = ctx.has_attr("ceil_mode") && ctx.attr_int("ceil_mode") != 0;
+  return ir::structured::window_axes(ctx, spatial, kernel, ceil_mode);
+}
+
+std::string Writer::body_conv(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
+  size_t sp = rank(x) - 2;
+  std::vector<int64_t> kernel;
+  for (size_t k = 0; k < sp; ++k) {
+    if (!type(w).shape[k + 2].is_static())
+      throw Error("codegen: Conv '" + n.name + "': the kernel size must be static",
+                  Error::Kind::Unsupported);
+    kernel.push_back(type(w).shape[k + 2].value());
+  }
+  auto win = window_of(g_, n, kernel);
+  int64_t group = ctx.attr_int("group");
+  Index idx = decompose_value("i", out);
+  std::string ct = compute_type({type(out).dtype});
+  std::string cg = dim(w, 1);
+  std::string mg = fmt::format("({} / {})", dim(w, 0), group);
+  std::string gv = fresh("grp");
+  line(fmt::format("const int64_t {} = {} / {};", gv, idx[1], mg));
+  std::string acc = fresh("acc");
+  line(fmt::format("{} {} = 0;", ct, acc));
+  std::string c = fresh("c");
+  open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", c, c, cg, c));
+  Index xi = {idx[0], iadd(imul(gv, cg), c)}, wi = {idx[1], c};
+  for (size_t k = 0; k < sp; ++k) {
+    std::string kk = fresh("q"), pos = fresh("y");
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", kk, kk, kernel[k], kk));
+    line(fmt::format("const int64_t {} = {} * {} - {} + {} * {};", pos, idx[2 + k], win[k].stride,
+                     win[k].pad_begin, kk, win[k].dilation));
+    line(fmt::format("if ({} < 0 || {} >= {}) continue;", pos, pos, dim(x, 2 + k)));
+    xi.push_back(pos);
+    wi.push_back(kk);
+  }
+  line(fmt::format("{} += ({}){} * ({}){};", acc, ct, elem(x, xi), ct, elem(w, wi)));
+  for (size_t k = 0; k <= sp; ++k) close();
+  std::string v = acc;
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    v = fmt::format("{} + ({}){}", acc, ct, elem(n.inputs[2], Index{idx[1]}));
+  store_output(out, "i", idx, v);
+  return numel(out);
+}
+
+// The CPU form of a 2-D convolution, in register tiles: one item per (n, block of `mb` output
+// channels of one group, output row). Along the row, a tile of one vector of outputs keeps its
+// mb vectors of sums in registers (named variables of the compilers' vector extension, so that
+// no compiler has to prove an array can live in registers) over every (channel, tap): each
+// input vector feeds mb multiply-adds and each weight a whole vector. A tile whose every tap
+// lies inside the input row loads its inputs directly; an edge tile (padding, the row's end)
+// loads the valid ones and zeros the rest. Operands are contiguous buffers.
+std::string Writer::body_conv_tiles(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
+  const int64_t kh_size = type(w).shape[2].value(), kw_size = type(w).shape[3].value();
+  auto win = window_of(g_, n, {kh_size, kw_size});
+  const int64_t group = ctx.attr_int("group");
+  const int64_t mg = type(w).shape[0].value() / group;
+  int64_t mb = kTileAccumulators;
+  while (mg % mb != 0) mb /= 2;
+  const int64_t taps = kh_size * kw_size;
+  const int64_t sh = win[0].stride, ph = win[0].pad_begin, dh = win[0].dilation;
+  const int64_t sw = win[1].stride, pw = win[1].pad_begin, dw = win[1].dilation;
+  std::string ct = compute_type({type(out).dtype});
+  std::string OW = dim(out, 3), H = dim(x, 2), W = dim(x, 3), C = dim(x, 1), Cg = dim(w, 1);
+  std::string blocks = fmt::format("({} / {})", dim(out, 1), mb);
+  Index r = decompose("i", {dim(out, 0), blocks, dim(out, 2)},
+                      {dim_is_one(out, 0), mb == 1 && dim_is_one(out, 1), dim_is_one(out, 2)});
+  row_work_ = imul(imul(OW, Cg), std::to_string(mb * taps));
+  line(fmt::format("const int64_t m0 = {} * {};", r[1], mb));
+  line(fmt::format("const int64_t grp = m0 / {};", mg));
+  line(fmt::format("const {}* xg = {} + ({} * {} + grp * {}) * {} * {};", buffer_type(x), ptr(x),
+                   r[0], C, Cg, H, W));
+  line(fmt::format("const {}* wm = {} + m0 * {} * {};", buffer_type(w), ptr(w), Cg, taps));
+  std::vector<std::string> bias(size_t(mb), "0");
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    for (int64_t k = 0; k < mb; ++k)
+      bias[size_t(k)] = "(" + ct + ")" + elem(n.inputs[2], Index{iadd("m0", std::to_string(k))});
+  vector_variants(ct, [&](int lanes) {
+    open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, lanes));
+    line(fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", OW, lanes, OW, lanes));
+    for (int64_t k = 0; k < mb; ++k)
+      line(fmt::format("vec acc{} = (vec){{}} + {};", k, bias[size_t(k)]));
+    // Inside: the first tap of the first output and the last tap of the last lie in the row.
+    line(fmt::format(
+        "const bool inside = qb == {} && q0 * {} - {} >= 0 && (q0 + {}) * {} - {} + {} < {};",
+        lanes, sw, pw, lanes - 1, sw, pw, (kw_size - 1) * dw, W));
+    auto reduction = [&](bool inside) {
+      open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
+      line(fmt::format("const {}* xc = xg + c * {} * {};", buffer_type(x), H, W));
+      line(fmt::format("const {}* wc = wm + c * {};", buffer_type(w), taps));
+      open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kh_size));
+      line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], sh, ph, dh));
+      line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
+      line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
+      open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kw_size));
+      line(fmt::format("const int64_t off = q0 * {} - {} + kw * {};", sw, pw, dw));
+      if (inside && sw == 1 && buffer_type(x) == ct) {
+        line("vec xv; memcpy(&xv, xr + off, sizeof(vec));");
+      } else {
+        std::string elements;
+        for (int u = 0; u < lanes; ++u) {
+          std::string p = fmt::format("off + {}", int64_t(u) * sw);
+          elements += (u ? ", " : "") +
+                      (inside ? fmt::format("({})xr[{}]", ct, p)
+                              : fmt::format("({} < qb && {} >= 0 && {} < {} ? ({})xr[{}] : ({})0)",
+                                            u, p, p, W, ct, p, ct));
+        }
+        line(fmt::format("const vec xv = {{{}}};", elements));
+      }
+      for (int64_t k = 0; k < mb; ++k)
+        line(fmt::format("acc{} += ({})wc[{} + kh * {} + kw] * xv;", k, ct,
+                         imul(std::to_string(k), imul(Cg, std::to_string(taps))), kw_size));
+      close();
+      close();
+      close();
+    };
+    open("if (inside)");
+    reduction(true);
+    close();
+    open("else");
+    reduction(false);
+    close();
+    // Each channel's elements stored (and their epilogue computed) by a loop, not unrolled.
+    for (int64_t k = 0; k < mb; ++k) {
+      std::string u = fresh("u"), e = fresh("e");
+      line(fmt::format("{} {}[{}];", ct, e, lanes));  // see body_matmul_rows
+      line(fmt::format("memcpy({}, &acc{}, sizeof(vec));", e, k));
+      open(fmt::format("for (int {} = 0; {} < qb; ++{})", u, u, u));
+      std::string m = iadd("m0", std::to_string(k));
+      Index at = {r[0], m, r[2], fmt::format("(q0 + {})", u)};
+      store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));
+      close();
+    }
+    close();
+  });
+  return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
+}
+
+// CUDA: a 2-D convolution as an implicit GEMM per group, C[m][p] = sum over k of A[m][k] B[k][p]:
+// m an output channel of the group, p an output pixel (image, row and column flattened), k an
+// input channel and tap. A is the weights as stored (row m is contiguous in k); B is the input
+// read at the tap, zero in the padding, and never materialized. An item is one block's tile of
+// `tile.m` channels by `tile.p` pixels of C. For each slice of kConvTileK k, the block copies
+// A's and B's slices into shared memory and each of its 256 threads accumulates its
+// (tile.m / 16) x (tile.p / 16) outputs in registers, while the next slice is already being
+// loaded into registers. The epilogue (bias, the merged pointwise stage) is computed where the
+// tile stores.
+std::string Writer::body_conv_gemm(const Stage& s, ConvTile tile) {
+  const int64_t tile_m = tile.m, tile_p = tile.p;
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
+  const auto& ws = type(w).shape;
+  const int64_t kh_size = ws[2].value(), kw_size = ws[3].value(), cg = ws[1].value();
+  auto win = window_of(g_, n, {kh_size, kw_size});
+  const int64_t group = ctx.attr_int("group"), mg = ws[0].value() / group;
+  const int64_t taps = kh_size * kw_size, K = cg * taps;
+  const int64_t per_thread_m = tile_m / 16, per_thread_p = tile_p / 16;
+  const int64_t a_loads = tile_m * kConvTileK / 256, b_loads = kConvTileK * tile_p / 256;
+  const int64_t m_tiles = (mg + tile_m - 1) / tile_m;
+  const bool whole_m = mg % tile_m == 0, whole_k = K % kConvTileK == 0;
+  const std::string OW = dim(out, 3), H = dim(x, 2), W = dim(x, 3), C = dim(x, 1);
+  const std::string pixels = "(" + imul(dim(out, 2), OW) + ")";
+  const std::string P = "(" + imul(dim(out, 0), pixels) + ")";
+  const std::string p_tiles = fmt::format("(({} + {}) / {})", P, tile_p - 1, tile_p);
+  Index item = decompose("i", {std::to_string(group), p_tiles, std::to_string(m_tiles)},
+                         {group == 1, false, m_tiles == 1});
+  const std::string grp = item[0], pt = item[1], mt = item[2];
+  const std::string xt = buffer_type(x), wt = buffer_type(w);
+  line(fmt::format("const int64_t m_first = {};",
+                   iadd(imul(grp, std::to_string(mg)), imul(mt, std::to_string(tile_m)))));
+  if (!whole_m)
+    line(fmt::format("const int64_t m_in_group = {};", imul(mt, std::to_string(tile_m))));
+  line(fmt::format("const int64_t p_first = {} * {};", pt, tile_p));
+  // 16-bit operands multiply on tensor cores (`mma`): the slices are stored as 16-bit values,
+  // A's by channel and B's by pixel, k along each row (padded to 24, so that the 8 rows a
+  // fragment read touches fall in distinct banks), where mma.sync's fragments take them in
+  // pairs. Otherwise the slices are floats, k by channel and k by pixel.
+  const std::optional<DType> mma = conv_mma_type(s);
+  // What a thread loads for the next slice: floats, or the 16-bit values' bits as stored.
+  const char* reg = mma ? "uint16_t" : "float";
+  const char* zero = mma ? "0" : "0.0f";
+  if (mma) {
+    uses_mma = true;
+    line(fmt::format("__shared__ __align__(16) uint16_t As[{}][24];", tile_m));
+    line(fmt::format("__shared__ __align__(16) uint16_t Bs[{}][24];", tile_p));
+  } else {
+    line(fmt::format("__shared__ __align__(16) float As[{}][{}];", kConvTileK, tile_m + 4));
+    line(fmt::format("__shared__ __align__(16) float Bs[{}][{}];", kConvTileK, tile_p));
+  }
+  line("const int tx = threadIdx.x;");
+  // What this thread loads: A's column ak of rows am + 16 u, B's pixel bp of k rows bk + 4 u.
+  line(fmt::format("const int ak = tx % {}, am = tx / {};", kConvTileK, kConvTileK));
+  line(fmt::format("const int bp = tx % {}, bk = tx / {};", tile_p, tile_p));
+  line(fmt::format("const {}* wa = {} + (m_first + am) * {};", wt, ptr(w), K));
+  line(fmt::format("const int64_t p = p_first + bp;"));
+  line(fmt::format("const bool p_in = p < {};", P));
+  line(fmt::format("const int64_t img = p / {}, in_img = p % {};", pixels, pixels));
+  line(fmt::format("const int64_t ih0 = in_img / {} * {} - {}, iw0 = in_img % {} * {} - {};", OW,
+                   win[0].stride, win[0].pad_begin, OW, win[1].stride, win[1].pad_begin));
+  line(fmt::format("const {}* xb = {} + {} * {} * {};", xt, ptr(x),
+                   iadd(imul("img", C), imul(grp, std::to_string(cg))), H, W));
+  line(fmt::format("{} ra[{}], rb[{}];", reg, a_loads, b_loads));
+  auto load = [&](const std::string& k0) {
+    line("#pragma unroll");
+    open(fmt::format("for (int u = 0; u < {}; ++u)", a_loads));
+    line(fmt::format("const int k = {} + ak;", k0));
+    std::string ok = whole_k ? "" : fmt::format("k < {}", K);
+    if (!whole_m)
+      ok += fmt::format("{}m_in_group + am + 16 * u < {}", ok.empty() ? "" : " && ", mg);
+    std::string a = fmt::format(
+        fmt::runtime(mma ? "wa[16 * u * {} + k].bits" : "(float)wa[16 * u * {} + k]"), K);
+    line(ok.empty() ? fmt::format("ra[u] = {};", a)
+                    : fmt::format("ra[u] = {} ? {} : {};", ok, a, zero));
+    close();
+    line("#pragma unroll");
+    open(fmt::format("for (int u = 0; u < {}; ++u)", b_loads));
+    line(fmt::format("const int k = {} + bk + {} * u;", k0, 256 / tile_p));
+    line(fmt::format("{} v = {};", reg, zero));
+    open(whole_k ? "if (p_in)" : fmt::format("if (p_in && k < {})", K));
+    line(fmt::format("const int c = k / {}, tap = k % {};", taps, taps));
+    line(fmt::format("const int64_t ih = ih0 + tap / {} * {}, iw = iw0 + tap % {} * {};", kw_size,
+                     win[0].dilation, kw_size, win[1].dilation));
+    line(
+        fmt::format("if (ih >= 0 && ih < {} && iw >= 0 && iw < {}) v = {}xb[(c * {} + ih) * "
+                    "{} + iw]{};",
+                    H, W, mma ? "" : "(float)", H, W, mma ? ".bits" : ""));
+    close();
+    line("rb[u] = v;");
+    close();
+  };
+  load("0");
+  // Tensor cores: the 8 warps split the tile into warp tiles of mi x ni fragments (16 channels by
+  // 8 pixels each); a lane holds 4 accumulators of each fragment, at rows (channels) frag_row
+  // and frag_row + 8 and columns (pixels) 2 frag_col and 2 frag_col + 1 (PTX's m16n8k16
+  // layout).
+  const int64_t warp_m = std::min<int64_t>(32, tile_m / 2), warps_m = tile_m / warp_m;
+  const int64_t warp_p = tile_p / (8 / warps_m), mi = warp_m / 16, ni = warp_p / 8;
+  if (mma) {
+    line(fmt::format("float acc[{}][{}][4];", mi, ni));
+    line("#pragma unroll");
+    open(fmt::format("for (int r = 0; r < {}; ++r)", mi));
+    line("#pragma unroll");
+    line(
+        fmt::format("for (int c = 0; c < {}; ++c) acc[r][c][0] = acc[r][c][1] = acc[r][c][2] = "
+                    "acc[r][c][3] = 0.0f;",
+                    ni));
+    close();
+    line("const int frag_row = lane >> 2, frag_col = lane & 3;");
+    line(fmt::format("const int warp_m0 = warp / {} * {}, warp_p0 = warp % {} * {};", 8 / warps_m,
+                     warp_m, 8 / warps_m, warp_p));
+  } else {
+    line(fmt::format("float acc[{}][{}];", per_thread_m, per_thread_p));
+    line("#pragma unroll");
+    open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
+    line("#pragma unroll");
+    line(fmt::format("for (int c = 0; c < {}; ++c) acc[r][c] = 0.0f;", per_thread_p));
+    close();
+    line("const int ty = tx / 16, tn = tx % 16;");
+  }
+  open(fmt::format("for (int k0 = 0; k0 < {}; k0 += {})", K, kConvTileK));
+  line("#pragma unroll");
+  line(mma ? fmt::format("for (int u = 0; u < {}; ++u) As[am + 16 * u][ak] = ra[u];", a_loads)
+           : fmt::format("for (int u = 0; u < {}; ++u) As[ak][am + 16 * u] = ra[u];", a_loads));
+  line("#pragma unroll");
+  line(mma ? fmt::format("for (int u = 0; u < {}; ++u) Bs[bp][bk + {} * u] = rb[u];", b_loads,
+                         256 / tile_p)
+           : fmt::format("for (int u = 0; u < {}; ++u) Bs[bk + {} * u][bp] = rb[u];", b_loads,
+                         256 / tile_p));
+  line("__syncthreads();");
+  open(fmt::format("if (k0 + {} < {})", kConvTileK, K));
+  load(fmt::format("k0 + {}", kConvTileK));
+  close();
+  if (mma) {
+    // One k step of 16: A's fragments (rows frag_row and + 8, k 2 frag_col and + 8, in pairs)
+    // and B's (k the same, pixel frag_row), then mi x ni products.
+    line(fmt::format("uint32_t fa[{}][4], fb[{}][2];", mi, ni));
+    line("#pragma unroll");
+    open(fmt::format("for (int r = 0; r < {}; ++r)", mi));
+    line("const int row = warp_m0 + 16 * r + frag_row;");
+    line("fa[r][0] = *(const uint32_t*)&As[row][2 * frag_col];");
+    line("fa[r][1] = *(const uint32_t*)&As[row + 8][2 * frag_col];");
+    line("fa[r][2] = *(const uint32_t*)&As[row][2 * frag_col + 8];");
+    line("fa[r][3] = *(const uint32_t*)&As[row + 8][2 * frag_col + 8];");
+    close();
+    line("#pragma unroll");
+    open(fmt::format("for (int c = 0; c < {}; ++c)", ni));
+    line("const int col = warp_p0 + 8 * c + frag_row;");
+    line("fb[c][0] = *(const uint32_t*)&Bs[col][2 * frag_col];");
+    line("fb[c][1] = *(const uint32_t*)&Bs[col][2 * frag_col + 8];");
+    close();
+    line("#pragma unroll");
+    open(fmt::format("for (int r = 0; r < {}; ++r)", mi));
+    line("#pragma unroll");
+    line(fmt::format("for (int c = 0; c < {}; ++c) eqf_mma_{}(acc[r][c], fa[r], fb[c]);", ni,
+                     mma == DType::f16 ? "f16" : "bf16"));
+    close();
+    line("__syncthreads();  // the slices are used up");
+    close();
+    conv_mma_store(s, mi, ni, P, pixels, OW, whole_m, mg);
+    return fmt::format("{} * {} * {}", group, p_tiles, m_tiles);
+  }
+  line("#pragma unroll");
+  open(fmt::format("for (int kk = 0; kk < {}; ++kk)", kConvTileK));
+  line(fmt::format("float a[{}], b[{}];", per_thread_m, per_thread_p));
+  // `count` consecutive floats of row kk of a shared tile into `to`, in 16-byte reads (8-byte
+  // for two).
+  auto read_row = [&](const std::string& to, const std::string& tile, const std::string& thread,
+                      int64_t count) {
+    const int64_t width = count == 2 ? 2 : 4;
+    line("#pragma unroll");
+    open(fmt::format("for (int q = 0; q < {}; ++q)", count / width));
+    line(fmt::format("const float{} v = *(const float{}*)&{}[kk][{} * {} + {} * q];", width, width,
+                     tile, thread, count, width));
+    line(width == 2 ? fmt::format("{}[2 * q] = v.x, {}[2 * q + 1] = v.y;", to, to)
+                    : fmt::format("{0}[4 * q] = v.x, {0}[4 * q + 1] = v.y, {0}[4 * q + 2] = v.z, "
+                                  "{0}[4 * q + 3] = v.w;",
+                                  to));
+    close();
+  };
+  read_row("b", "Bs", "tn", per_thread_p);
+  read_row("a", "As", "ty", per_thread_m);
+  line("#pragma unroll");
+  open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
+  line("#pragma unroll");
+  line(fmt::format("for (int c = 0; c < {}; ++c) acc[r][c] += a[r] * b[c];", per_thread_p));
+  close();
+  close();
+  line("__syncthreads();  // the slices are used up");
+  close();
+  // Each thread's outputs: channels ty * per_thread_m + r, pixels tn * per_thread_p + c.
+  line("#pragma unroll");
+  open(fmt::format("for (int r = 0; r < {}; ++r)", per_thread_m));
+  if (!whole_m) line(fmt::format("if (m_in_group + ty * {} + r >= {}) break;", per_thread_m, mg));
+  line(fmt::format("const int64_t m = m_first + ty * {} + r;", per_thread_m));
+  const std::string bias = conv_tile_bias(s);
+  line("#pragma unroll");
+  open(fmt::format("for (int c = 0; c < {}; ++c)", per_thread_p));
+  line(fmt::format("const int64_t q = p_first + tn * {} + c;", per_thread_p));
+  line(fmt::format("if (q >= {}) break;", P));
+  conv_tile_store(s, pixels, OW, fmt::format("acc[r][c] + {}", bias));
+  close();
+  close();
+  return fmt::format("{} * {} * {}", group, p_tiles, m_tiles);
+}
+
+// A convolution tile's bias at output channel `m` (a float expression; "0.0f" without one).
+std::string Writer::conv_tile_bias(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    return "(float)" + elem(n.inputs[2], Index{"m"});
+  return "0.0f";
+}
+
+// Stores `value` at output channel `m` and flat pixel `q` of a convolution tile, through the
+// merged epilogue.
+void Writer::conv_tile_store(const Stage& s, const std::string& pixels, const std::string& OW,
+                             const std::string& value) {
+  line(fmt::format("const int64_t q_img = q / {}, q_in = q % {};", pixels, pixels));
+  line(fmt::format("const int64_t q_row = q_in / {}, q_col = q_in % {};", OW, OW));
+  Index at = {"q_img", "m", "q_row", "q_col"};
+  store_output(s.output, linear(s.output, at), at, value);
+}
+
+// The tensor-core tile's outputs: fragment (r, c)'s accumulator e of this lane is channel
+// warp_m0 + 16 r + frag_row (+ 8 for e >= 2) and pixel warp_p0 + 8 c + 2 frag_col (+ 1 for odd
+// e), stored with the bias through the epilogue as body_conv_gemm's other form stores.
+void Writer::conv_mma_store(const Stage& s, int64_t mi, int64_t ni, const std::string& P,
+                            const std::string& pixels, const std::string& OW, bool whole_m,
+                            int64_t mg) {
+  line("#pragma unroll");
+  open(fmt::format("for (int r = 0; r < {}; ++r)", mi));
+  line("#pragma unroll");
+  open("for (int e = 0; e < 4; e += 2)");
+  line("const int row = warp_m0 + 16 * r + frag_row + (e ? 8 : 0);");
+  if (!whole_m) line(fmt::format("if (m_in_group + row >= {}) continue;", mg));
+  line("const int64_t m = m_first + row;");
+  const std::string bias = conv_tile_bias(s);
+  line("#pragma unroll");
+  open(fmt::format("for (int c = 0; c < {}; ++c)", ni));
+  line("#pragma unroll");
+  open("for (int h = 0; h < 2; ++h)");
+  line("const int64_t q = p_first + warp_p0 + 8 * c + 2 * frag_col + h;");
+  line(fmt::format("if (q >= {}) continue;", P));
+  conv_tile_store(s, pixels, OW, fmt::format("acc[r][c][e + h] + {}", bias));
+  close();
+  close();
+  close();
+  close();
+}
+
+std::optional<DType> Writer::conv_mma_type(const Stage& s) const {
+  if (target_ != Target::Cuda || !plan_.tensor_cores || s.kind != StageKind::Conv)
+    return std::nullopt;
+  const ir::Node& n = g_.node(s.node);
+  const Buffer* x = plan_.buffer(n.inputs[0]);
+  const Buffer* w = plan_.buffer(n.inputs[1]);
+  if (!x || !w || x->dtype != w->dtype || (x->dtype != DType::bf16 && x->dtype != DType::f16))
+    return std::nullopt;
+  return x->dtype;
+}
+
+std::vector<ConvTile> Writer::conv_gemm_tiles(const Stage& s) const {
+  if (target_ != Target::Cuda || s.kind != StageKind::Conv) return {};
+  const ir::Node& n = g_.node(s.node);
+  const DType t = type(s.output).dtype;
+  const auto& ws = type(n.inputs[1]).shape;
+  if (!ws.is_static()) return {};
+  return cost::conv_tiles(static_cast<int64_t>(rank(n.inputs[0])) - 2,
+                          t == DType::f32 || t == DType::bf16 || t == DType::f16,
+                          ws[0].value() / ir::make_context(g_, n).attr_int("group"));
+}
+
+}  // namespace eqfuse::codegen::detail

@@ -1,0 +1,573 @@
+#pragma once
+// The printer's inside, shared by its files (codegen/printer.h is the interface): the Writer,
+// which prints one stage at a time into a function (and for CUDA its launch), and the helpers
+// it uses. Its methods are defined by what they print:
+//   printer.cpp              expressions and index arithmetic, pointwise stages, the stage
+//                            wrapper (C++ function, CUDA kernel and launch), the whole unit
+//   printer_rows.cpp         Reduce*, Softmax, LayerNormalization and pooling
+//   printer_attention.cpp    softmax(S)·V in one stage (CUDA cores, tensor cores, the twin)
+//   printer_contraction.cpp  MatMul and Gemm in loops of our own, 2-D convolution tiles
+//   printer_library.cpp      cuBLAS, cuBLASLt, CBLAS and cuDNN calls
+//   printer_runtimes.cpp     the C sources generated units include for tensor cores, the
+//                            hosted table, cuBLASLt and cuDNN
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <regex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/lowering.h"
+#include "codegen/plan.h"
+#include "codegen/printer.h"
+#include "cost/kernel_forms.h"
+#include "ir/op_table.h"
+#include "ir/ops/window.h"
+#include "ir/scalar_expr.h"
+#include "support/error.h"
+
+namespace eqfuse::codegen::detail {
+
+using ir::DType;
+using ir::ValueId;
+using Index = std::vector<std::string>;
+
+inline std::string storage_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return "float";
+    case DType::f64:
+      return "double";
+    case DType::f16:
+      return "eqf_f16";
+    case DType::bf16:
+      return "eqf_bf16";
+    case DType::i64:
+      return "int64_t";
+    case DType::i32:
+      return "int32_t";
+    case DType::i8:
+      return "int8_t";
+    case DType::u8:
+    case DType::boolean:
+      return "uint8_t";
+  }
+  throw Error(fmt::format("codegen: dtype {} is not generated yet", ir::dtype_name(t)),
+              Error::Kind::Unsupported);
+}
+
+// The type an op computes in: double when an f64 is involved, float for other floats, int64_t.
+inline std::string compute_type(const std::vector<DType>& types) {
+  bool any_float = false;
+  for (DType t : types) {
+    if (t == DType::f64) return "double";
+    any_float = any_float || ir::is_floating(t);
+  }
+  return any_float ? "float" : "int64_t";
+}
+
+inline std::string literal(double v, const std::string& type) {
+  if (type == "int64_t") return fmt::format("INT64_C({})", int64_t(v));
+  if (std::isnan(v)) return fmt::format("({})NAN", type);
+  if (std::isinf(v)) return fmt::format("({})({}INFINITY)", type, v < 0 ? "-" : "");
+  std::string s = type == "float" ? fmt::format("{:.9g}", v) : fmt::format("{:.17g}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return type == "float" ? s + "f" : s;
+}
+
+inline bool is_zero(const std::string& s) {
+  return s == "0" || s == "INT64_C(0)";
+}
+inline bool is_one(const std::string& s) {
+  return s == "1" || s == "INT64_C(1)";
+}
+inline std::string iadd(const std::string& a, const std::string& b) {
+  if (is_zero(a)) return b;
+  if (is_zero(b)) return a;
+  return "(" + a + " + " + b + ")";
+}
+// The C++ twin's register tiles: sums that stay in registers, in vectors of the compilers'
+// vector extension, as wide as the target's registers (vector_variants).
+inline constexpr int kTileAccumulators = 8;  // vector accumulators per tile (of 16 registers)
+inline constexpr int kAttentionWarps = 8;    // CUDA attention: query rows per item, a warp each
+static_assert(kAttentionWarps * 32 == 256, "an attention item is one block of the launch's 256");
+// CUDA attention on tensor cores (body_attention_mma): each of an item's 8 warps takes 16 query
+// rows; the keys come in blocks of kMmaKeys. Q's depth and V's width, padded to whole steps of
+// 16, are at most 128 in every attention stage (the plan's limit), so a warp's fragments stay in
+// registers.
+inline constexpr int64_t kMmaKeys = 64;
+// CUDA convolution tiles (body_conv_gemm): output channels by pixels, in slices of kConvTileK
+// k staged in shared memory. Which tiles a convolution has and which a run takes is
+// cost/kernel_forms.h's, which the cost model prices.
+using cost::ConvTile;
+using cost::kConvFullWave;
+inline constexpr int64_t kConvTileK = cost::kConvSliceK;
+
+// The 4-element vector type a CUDA pointwise group loads or stores a buffer of `t` as in one
+// access (16 bytes for f32, 8 for 16-bit types), or "" where it does not.
+inline std::string group_vector(DType t) {
+  return t == DType::f32    ? "float4"
+         : t == DType::bf16 ? "eqf_bf16x4"
+         : t == DType::f16  ? "eqf_f16x4"
+                            : "";
+}
+
+inline std::string imul(const std::string& a, const std::string& b) {
+  if (is_zero(a) || is_zero(b)) return "0";
+  if (is_one(a)) return b;
+  if (is_one(b)) return a;
+  return a + " * " + b;
+}
+
+// MatMul and Gemm operand geometry: element (m, k) of A and (k, n) of B at an output index.
+struct Contraction {
+  ValueId a, b;
+  bool gemm = false, trans_a = false, trans_b = false;
+  double alpha = 1, beta = 1;
+  ValueId c = ir::kNoValue;
+};
+
+Contraction contraction(const ir::Graph& g, const ir::Node& n);
+
+// The window (stride, padding, dilation per spatial axis) of a convolution or pooling node
+// with kernel extents `kernel`.
+std::vector<ir::structured::WindowAxis> window_of(const ir::Graph& g, const ir::Node& n,
+                                                  const std::vector<int64_t>& kernel);
+
+// C sources a generated unit includes where it needs them (printer_runtimes.cpp).
+extern const char* const kMmaHelpers;       // tensor-core fragments (mma.sync m16n8k16)
+extern const char* const kHostTable;        // the EqfHost table of hosted CUDA
+extern const char* const kCublasLtRuntime;  // cuBLASLt descriptors and algorithm choices
+extern const char* const kCudnnRuntime;     // cuDNN's forms and their run-time choice
+
+class Writer {
+ public:
+  // `hosted`: CUDA whose host part eqfuse runs (print_cuda_hosted): kernels are extern "C" and
+  // the host code launches, calls cuBLAS and records events through an EqfHost table.
+  Writer(const KernelPlan& plan, Target target, bool hosted = false)
+      : plan_(plan), g_(plan.graph), target_(target), hosted_(hosted) {}
+
+  // One stage as a function (and, for CUDA, its launch), appended to `functions`; the call
+  // the run function makes, appended to `calls`.
+  void stage(size_t index, std::string& functions, std::string& calls);
+
+ private:
+  const KernelPlan& plan_;
+  const ir::Graph& g_;
+  Target target_;
+  bool hosted_;
+  std::string out_;
+  int depth_ = 0;
+  int counter_ = 0;
+  std::vector<std::unordered_map<std::string, std::string>> scopes_;
+  std::set<ValueId> used_;
+  std::optional<ValueId> in_place_;  // the stage's Stage::in_place_of
+  // A contraction's pointwise epilogue printed inside its loops: the next stage, when it reads
+  // the contraction's value for the last time and only at the element it writes
+  // (Stage::last_read_at_own_element), computed where the contraction stores instead of in a
+  // pass of its own. `merged_stage_` is then skipped. While the epilogue prints, `substitute_`
+  // stands for the contraction's value.
+  const Stage* epilogue_ = nullptr;
+  std::optional<size_t> merged_stage_;
+  std::optional<std::pair<ValueId, std::string>> substitute_;
+  // The pointwise stage after contraction stage `index` that may be printed inside it.
+  const Stage* epilogue_after(size_t index) const {
+    const Stage& s = plan_.stages[index];
+    if (!takes_epilogue(s.kind)) return nullptr;
+    if (!plan_.epilogues_in_contractions || index + 1 >= plan_.stages.size()) return nullptr;
+    const Stage& next = plan_.stages[index + 1];
+    return next.last_read_at_own_element == s.output ? &next : nullptr;
+  }
+  // Stores the contraction value `v` (compute type) of element `lin` of `out`, whose index is
+  // `at`: into its buffer, or through the epilogue, rounded as the store and load it replaces
+  // would round it.
+  void store_output(ValueId out, const std::string& lin, const Index& at, const std::string& v);
+
+  void line(const std::string& s) { out_ += std::string(size_t(depth_) * 2, ' ') + s + "\n"; }
+  std::string fresh(const char* prefix) { return prefix + std::to_string(counter_++); }
+  void open(const std::string& header) {
+    line(header + " {");
+    ++depth_;
+    scopes_.emplace_back();
+  }
+  void close() {
+    --depth_;
+    line("}");
+    scopes_.pop_back();
+  }
+  const std::string* cached(const std::string& key) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it)
+      if (auto f = it->find(key); f != it->end()) return &f->second;
+    return nullptr;
+  }
+
+  const ir::TensorType& type(ValueId v) const { return g_.value(v).type; }
+  size_t rank(ValueId v) const { return type(v).shape.rank(); }
+  std::string dim(const ir::Dim& d) const {
+    if (d.is_static()) return std::to_string(d.value());
+    // Parenthesized: dims are operands of %, / and * in index arithmetic.
+    return "(" + d.sym().c_expr([&](const std::string& s) { return plan_.dim_ident(s); }) + ")";
+  }
+  std::string dim(ValueId v, size_t k) const { return dim(type(v).shape[k]); }
+  bool dim_is_one(ValueId v, size_t k) const {
+    const ir::Dim& d = type(v).shape[k];
+    return d.is_static() && d.value() == 1;
+  }
+  std::string numel(ValueId v) const {
+    std::string n = "1";
+    for (size_t k = 0; k < rank(v); ++k) n = imul(n, dim(v, k));
+    return n;
+  }
+  // The element type of v's buffer, which under --precision differs from v's own (loads
+  // convert to v's type, stores convert from it).
+  std::string buffer_type(ValueId v) const { return storage_type(plan_.buffer(v)->dtype); }
+  std::string ptr(ValueId v) {
+    if (!plan_.buffer(v))
+      throw Error(fmt::format("codegen: internal: value '{}' has no buffer", g_.value(v).name),
+                  Error::Kind::Internal);
+    used_.insert(v);
+    return fmt::format("p{}", plan_.buffer_of.at(v));
+  }
+
+  // Where element `lin` (index `at`) of `v` is stored: its buffer, or for a Concat input written
+  // in place (Buffer::slice_of), the Concat's buffer at that element's place in it.
+  std::string store_ref(ValueId v, const std::string& lin, const Index& at) {
+    const Buffer& b = *plan_.buffer(v);
+    if (!b.slice_of) return fmt::format("{}[{}]", ptr(v), lin);
+    Index in_concat = at;
+    std::string offset =
+        "(" + b.slice_offset.c_expr([&](const std::string& s) { return plan_.dim_ident(s); }) + ")";
+    in_concat[b.slice_axis] = iadd(at[b.slice_axis], offset);
+    return fmt::format("{}[{}]", ptr(*b.slice_of), linear(*b.slice_of, in_concat));
+  }
+  // The buffer a stage writing `v` names: the Concat's for a slice of it.
+  ValueId written_buffer(ValueId v) const { return plan_.buffer(v)->slice_of.value_or(v); }
+
+  // The key under which a scope remembers that `idx` in a row-major shape of `dims` is the linear
+  // index it was split from (decompose), so that reading a value of that shape at that index
+  // (an operand of the output's shape, a reshape of it) uses the linear index as it is instead
+  // of recombining the split.
+  static std::string split_key(const std::vector<std::string>& dims, const Index& idx) {
+    std::string key = "split:";
+    for (const std::string& d : dims) key += d + ",";
+    key += "|";
+    for (const std::string& i : idx) key += i + ",";
+    return key;
+  }
+  std::string linear(ValueId v, const Index& idx) const {
+    std::vector<std::string> dims;
+    for (size_t k = 0; k < idx.size(); ++k) dims.push_back(dim(v, k));
+    if (!idx.empty())
+      if (const std::string* lin = cached(split_key(dims, idx))) return *lin;
+    std::string lin = "0";
+    for (size_t k = 0; k < idx.size(); ++k) {
+      std::string d = dim(v, k);
+      lin = iadd(imul(lin.size() > 1 && lin != "0" ? "(" + lin + ")" : lin, d), idx[k]);
+    }
+    return lin;
+  }
+  Index decompose(const std::string& lin, const std::vector<std::string>& dims,
+                  const std::vector<bool>& one) {
+    Index idx(dims.size(), "0");
+    if (dims.empty()) return idx;
+    std::string r = fresh("r");
+    line(fmt::format("int64_t {} = {};", r, lin));
+    for (size_t k = dims.size(); k-- > 1;) {
+      if (one[k]) continue;
+      std::string v = fresh("i");
+      line(fmt::format("const int64_t {} = {} % {};", v, r, dims[k]));
+      line(fmt::format("{} /= {};", r, dims[k]));
+      idx[k] = v;
+    }
+    if (!one[0]) {
+      idx[0] = fresh("i");
+      line(fmt::format("const int64_t {} = {};", idx[0], r));
+    }
+    // A body need not read every coordinate (a broadcast operand skips some).
+    std::string unused = fmt::format("(void){};", r);
+    for (const std::string& v : idx)
+      if (v != "0") unused += fmt::format(" (void){};", v);
+    line(unused);
+    scopes_.back()[split_key(dims, idx)] = lin;
+    return idx;
+  }
+  Index decompose_value(const std::string& lin, ValueId v) {
+    std::vector<std::string> dims;
+    std::vector<bool> one;
+    for (size_t k = 0; k < rank(v); ++k) {
+      dims.push_back(dim(v, k));
+      one.push_back(dim_is_one(v, k));
+    }
+    return decompose(lin, dims, one);
+  }
+  // Element (row, col) of operand `v` (rank >= 2) of a batched MatMul whose output index starts
+  // with `batch`, under numpy broadcasting of the batch dims.
+  Index matrix_index(ValueId v, const Index& batch, const std::string& row,
+                     const std::string& col) const {
+    size_t r = rank(v) - 2, nb = batch.size();
+    Index idx(r);
+    for (size_t q = 0; q < r; ++q) idx[q] = dim_is_one(v, q) ? "0" : batch[nb - r + q];
+    idx.push_back(row);
+    idx.push_back(col);
+    return idx;
+  }
+  // The index of `in` read at output index `idx` under numpy broadcasting.
+  Index broadcast_index(ValueId in, const Index& idx) const {
+    size_t r = rank(in), off = idx.size() - r;
+    Index out(r);
+    for (size_t k = 0; k < r; ++k) out[k] = dim_is_one(in, k) ? "0" : idx[off + k];
+    return out;
+  }
+
+  // Row loops of Softmax and LayerNorm: serial on the CPU; on CUDA a warp takes a row, its
+  // lanes stride along it and combine their partial results with shuffles.
+  // A static row longer than kMaxCachedRow takes a whole block (block_rows_): its 256 threads
+  // stride the row, and combine by warp shuffles, then across the 8 warps in shared memory.
+  bool warp_rows_ = false;
+  bool block_rows_ = false;
+  int row_stride() const { return block_rows_ ? 256 : 32; }
+  std::string row_loop(const std::string& j, const std::string& extent) const {
+    if (!warp_rows_) return fmt::format("for (int64_t {} = 0; {} < {}; ++{})", j, j, extent, j);
+    return fmt::format("for (int64_t {} = {}; {} < {}; {} += {})", j,
+                       block_rows_ ? "threadIdx.x" : "lane", j, extent, j, row_stride());
+  }
+  void row_combine(const char* how, const std::string& var) {
+    if (warp_rows_)
+      line(fmt::format("{} = eqf_{}_{}({});", var, block_rows_ ? "block" : "warp", how, var));
+  }
+  // A row a warp reads more than once (Softmax, LayerNorm) is read from memory once where its
+  // extent is static and at most kMaxCachedRow: each lane keeps its elements (lane, lane + 32,
+  // ...) in registers, `cache` (an array of `chunks`), so that the later passes over the row
+  // read those instead of memory; a block's row, where it is at most kMaxBlockRow, likewise
+  // (thread t keeps t, t + 256, ...). `open_row` opens a pass (j the element's index in the row),
+  // `close_row` closes it.
+  struct RowPasses {
+    std::string j, extent, cache;
+    int64_t chunks = 0;  // 0: not cached
+    std::string chunk;   // the pass's loop counter where cached
+  };
+  static constexpr int64_t kMaxCachedRow = 1024, kMaxBlockRow = 8192;
+  // `static_extent`: the row's element count where it is static. Decides block_rows_.
+  RowPasses row_passes(const std::string& j, const std::string& extent,
+                       std::optional<int64_t> static_extent, const std::string& ct) {
+    RowPasses p{j, extent, "", 0, ""};
+    if (warp_rows_ && static_extent && *static_extent > kMaxCachedRow)
+      block_rows_ = block_items_ = true;
+    if (warp_rows_ && static_extent &&
+        *static_extent <= (block_rows_ ? kMaxBlockRow : kMaxCachedRow)) {
+      p.chunks = (*static_extent + row_stride() - 1) / row_stride();
+      p.cache = fresh("row");
+      line(fmt::format("{} {}[{}];", ct, p.cache, p.chunks));
+    }
+    return p;
+  }
+  void open_row(RowPasses& p) {
+    if (!p.chunks) return open(row_loop(p.j, p.extent));
+    p.chunk = fresh("c");
+    line("#pragma unroll");
+    open(fmt::format("for (int {} = 0; {} < {}; ++{})", p.chunk, p.chunk, p.chunks, p.chunk));
+    line(fmt::format("const int64_t {} = {} + {} * {};", p.j, block_rows_ ? "threadIdx.x" : "lane",
+                     p.chunk, row_stride()));
+    open(fmt::format("if ({} < {})", p.j, p.extent));
+  }
+  void close_row(const RowPasses& p) {
+    if (p.chunks) close();
+    close();
+  }
+  // The row's element in a pass: what `load` prints (uncached, or the first pass, which fills
+  // the cache), or the cache's slot (the later passes, which print no load).
+  std::string row_element(const RowPasses& p, bool first, const std::function<std::string()>& load,
+                          const std::string& ct) {
+    if (!p.chunks) return load();
+    const std::string slot = fmt::format("{}[{}]", p.cache, p.chunk);
+    if (first) line(fmt::format("{} = ({}){};", slot, ct, load()));
+    return slot;
+  }
+
+  std::string elem(ValueId v, const Index& idx);
+  std::string compute(const ir::Node& n, const Index& idx);
+  std::string scalar(const ir::Node& n, const Index& idx);
+  std::string reshape(ValueId in, ValueId out, const Index& idx);
+  std::string slice(const ir::Node& n, const Index& idx);
+  std::string concat(const ir::Node& n, const Index& idx);
+  std::string gather(const ir::Node& n, const Index& idx);
+  std::string shape(const ir::Node& n, const Index& idx);
+
+  // Stage bodies over item `i`; each returns the item count.
+  std::string body_pointwise(const Stage& s);
+  std::string body_reduce(const Stage& s);
+  std::string body_softmax(const Stage& s);
+  std::string body_layernorm(const Stage& s);
+  std::string body_attention(const Stage& s);
+  // The 16-bit type a CUDA attention stage multiplies in on tensor cores, if it does.
+  std::optional<DType> attention_mma_type(const Stage& s) const;
+  // The body of an item of such a stage `s` whose first query row is `r0`: `load(x, row, col)`
+  // reads Q, K or V as float, `logit(row, key, dot)` is the Softmax's input given Q·K's
+  // element, and `store(row, col)` is the output's element as an lvalue.
+  void body_attention_mma(
+      const Stage& s, DType type, const std::string& r0, const std::string& rows,
+      const std::string& keys, int64_t depth, int64_t width,
+      const std::function<std::string(ValueId, const std::string&, const std::string&)>& load,
+      const std::function<std::string(const std::string&, const std::string&, const std::string&)>&
+          logit,
+      const std::function<std::string(const Index&)>& store);
+  std::string body_matmul_element(const Stage& s);
+  std::string body_matmul_rows(const Stage& s);
+  std::string body_conv(const Stage& s);
+  std::string body_conv_tiles(const Stage& s);
+  std::string body_conv_gemm(const Stage& s, ConvTile tile);
+  // The tiles body_conv_gemm may take for `s`, largest first; none where that form does not
+  // apply (a depthwise or grouped convolution with few channels per group, f64, symbolic
+  // channels). The launch takes the first with at least kConvFullWave tiles, else the last.
+  std::vector<ConvTile> conv_gemm_tiles(const Stage& s) const;
+  // A convolution tile's operands where both are stored at 16 bits (--precision or a 16-bit
+  // model): it multiplies them on tensor cores (mma.sync m16n8k16, f32 accumulators, the 8
+  // warps each a block of fragments), else on the FP32 units.
+  std::optional<DType> conv_mma_type(const Stage& s) const;
+  std::string conv_tile_bias(const Stage& s);
+  void conv_tile_store(const Stage& s, const std::string& pixels, const std::string& OW,
+                       const std::string& value);
+  void conv_mma_store(const Stage& s, int64_t mi, int64_t ni, const std::string& P,
+                      const std::string& pixels, const std::string& OW, bool whole_m, int64_t mg);
+  // Whether CUDA convolution stage `s` may also run through cuDNN (in EQFUSE_CUDNN builds): a
+  // 2-D convolution of whole buffers of one element type cuDNN takes (f32, f16, bf16), with a
+  // static kernel and symmetric padding. Its cuDNN form (cudnn_conv_call) writes the raw
+  // convolution to scratch memory, and a kernel (body_conv_finish) adds the bias and the
+  // epilogue.
+  bool cudnn_conv(const Stage& s) const;
+  std::string body_conv_finish(const Stage& s);
+  // cuDNN's fused form of such a stage, cudnnConvolutionBiasActivationForward's
+  // y = act(conv(x, w) + z + bias), where the stage with its epilogue computes exactly that: a
+  // bias, then nothing or a ReLU, with or without a residual z before it (a stored value of
+  // the output's shape and type that the stage does not overwrite in place: whether cuDNN
+  // reads z before it writes y at each element is not documented).
+  struct FusedConv {
+    bool relu = false;
+    ValueId z = ir::kNoValue;
+  };
+  std::optional<FusedConv> cudnn_fused(const Stage& s, const Stage* epilogue,
+                                       ValueId written) const;
+  // The host code of a convolution stage that may run through cuDNN: `kernels` (the launches
+  // of its generated kernels, writing `p<out>`) in a lambda, and under EQFUSE_CUDNN the
+  // run-time choice between them, cuDNN plus `finish`, and the fused form (kCudnnRuntime).
+  std::string cudnn_conv_call(const Stage& s, size_t index, ValueId written,
+                              const std::string& kernels, const std::string& finish,
+                              const std::optional<FusedConv>& fused);
+  // An extra parameter of the next kernel cuda_kernel prints, after the buffers: the raw
+  // convolution a finish kernel reads ("" for none).
+  std::string raw_param_;
+  // MatMul and Gemm handed to a BLAS where the operands are f32 and their batch dims either
+  // match the output's or broadcast whole: the geometry (C expressions), or nullopt.
+  struct LibraryGemm {
+    std::string m, n, k, batch, stride_a, stride_b, lda, ldb, a, b, out, alpha;
+    bool trans_a = false, trans_b = false;
+    DType operand_type = DType::f32, out_type = DType::f32;  // the buffers'
+  };
+  std::optional<LibraryGemm> library_gemm(const Stage& s);
+  // The host code of one cuBLAS strided-batched call (CUDA; `cublas_expression` the call, true
+  // where it failed) or of CBLAS calls, one per batch entry (the C++ twin built with
+  // EQFUSE_CBLAS; "" where library_gemm does not apply).
+  std::string cublas_expression(const LibraryGemm& g) const;
+  std::string cublas_call(const Stage& s, size_t index, const LibraryGemm& g);
+  // A library product in a generated tree through cuBLASLt with its epilogue,
+  // D = act(alpha A B + beta C + bias), where that computes exactly the Gemm's own C term and the
+  // pointwise stage after the product (when that stage may merge as its epilogue: an Add tree
+  // over the product, at most one bias of one element per column and at most one stored matrix
+  // of the product's shape, under nothing or a Relu). The stage it merges then runs only where
+  // cuBLASLt takes no algorithm for the shape (`eqf_unfused_s<index>`, after cuBLAS), as does the
+  // Gemm's C kernel. Not in the hosted form (`eqfuse run`), which keeps cuBLAS and the kernels.
+  struct LtEpilogue {
+    ValueId bias = ir::kNoValue;  // one element per column of the product
+    ValueId c = ir::kNoValue;     // the product's shape, times beta
+    double beta = 0;
+    bool relu = false;
+    const Stage* merged = nullptr;  // the pointwise stage it computes, or none
+  };
+  std::optional<LtEpilogue> cublaslt_epilogue(const Stage& s, size_t index) const;
+  std::string cublaslt_call(const Stage& s, size_t index, const LibraryGemm& g,
+                            const LtEpilogue& e);
+  // The stage a cuBLASLt call computes, printed to run only where cuBLASLt took no algorithm.
+  std::optional<size_t> lt_fallback_;
+  // CUDA host code: an event before stage `index` when profiling.
+  std::string record_event(size_t index) const {
+    return hosted_ ? fmt::format("if (H->record) H->record(H->ctx, {});", index)
+                   : fmt::format("if (prof) cudaEventRecord(prof[{}], st);", index);
+  }
+  std::string cblas_call(const Stage& s, size_t index);
+  std::string body_gemm_epilogue(const Stage& s);
+  // A C++ stage function `name` writing `output` over the body printed so far (out_, used_):
+  // its text appended to `functions`, its call's arguments returned. `work`: about how many
+  // multiply-adds one item costs (an expression), which decides whether OpenMP is worth it.
+  std::string cpu_function(const std::string& name, const std::string& head, ValueId output,
+                           const std::string& items, const std::string& work,
+                           std::string& functions);
+  // Whether v's element count is a multiple of 4 at every binding of the dims: its static dims'
+  // product is (a symbolic batch times a static row of 128 is).
+  bool whole_groups_of_4(ValueId v) const {
+    int64_t n = 1;
+    for (const ir::Dim& d : type(v).shape.dims())
+      if (d.is_static()) n = n * d.value() % 4;
+    return n % 4 == 0;
+  }
+  // The work of one item of the row forms (body_matmul_rows, body_conv_tiles); "" otherwise.
+  std::string row_work_;
+  // Prints `emit(lanes)` twice, for 32-byte vectors where the target has AVX and 16-byte ones
+  // (SSE, NEON) elsewhere: a vector wider than the target's registers would live in memory.
+  // `lanes` is how many elements of `ct` one vector holds; `emit` declares the type `vec`.
+  void vector_variants(const std::string& ct, const std::function<void(int)>& emit) {
+    const int bytes = ct == "double" || ct == "int64_t" ? 8 : 4;
+    line("#if defined(__AVX__)");
+    open("");
+    line(fmt::format("typedef {} vec __attribute__((vector_size(32)));", ct));
+    emit(32 / bytes);
+    close();
+    line("#else");
+    open("");
+    line(fmt::format("typedef {} vec __attribute__((vector_size(16)));", ct));
+    emit(16 / bytes);
+    close();
+    line("#endif");
+  }
+  // A stage function's parameters (the dims, then each buffer the body used, the output first),
+  // its call's arguments and their addresses (for a launch through a table, as
+  // cuLaunchKernel takes them); and the prologue that names the dims d0, d1, ...
+  struct Parameters {
+    std::string signature, args, addresses;
+  };
+  Parameters parameters(ValueId output) const;
+  std::string dims_prologue() const;
+  // Clears what a stage body accumulates (text, buffers used, cached subexpressions, names).
+  void begin_body();
+
+ public:
+  bool uses_cublas = false;
+  bool uses_cublaslt = false;
+  bool uses_cblas = false;
+  bool uses_cudnn = false;
+  bool uses_mma = false;  // kMmaHelpers
+  // A CUDA stage assumes its buffers 16-byte aligned (the run checks).
+  bool aligned_vectors = false;
+
+ private:
+  // A CUDA pointwise stage in groups of 4 elements per thread: the f32 buffers it reads at its
+  // own element are loaded 16 bytes at a time before the group's loop (`group_loads_`, their
+  // buffer indices), and an f32 output is stored so after it.
+  bool group4_ = false;
+  std::set<size_t> group_loads_;
+  // A CUDA stage whose items are each a whole block's (attention, convolution tiles).
+  bool block_items_ = false;
+  // The CUDA kernel `name` around the body printed so far (out_, used_), writing `written`,
+  // appended to `functions`; returns its launch, which takes the item count from a variable `n`.
+  // `items` is the body's item count; for groups of 4 (group4_) it becomes their count.
+  std::string cuda_kernel(const std::string& name, const std::string& head, ValueId written,
+                          std::string& items, bool partial_groups, std::string& functions);
+
+  std::string body_pool(const Stage& s);
+};
+
+}  // namespace eqfuse::codegen::detail
