@@ -24,11 +24,11 @@
 namespace eqfuse::codegen {
 
 // The table through which the hosted host code reaches the GPU, as the printer declares it at
-// the top of the host unit (printer.cpp, kHostTable; tests/codegen/cuda_hosted_test.cpp runs the
-// host code with this type). `launch`: a kernel's name, grid and block sizes, and the addresses
-// of its arguments (as cuLaunchKernel). `gemm`: a column-major strided batched
-// C = alpha op(A) op(B) with element types as ONNX codes (1 f32, 10 f16, 16 bf16), accumulating
-// in f32. `record`: the start of stage k, for profiling (may be null). Nonzero is failure.
+// the top of the host unit (printer_runtimes.cpp, kHostTable; tests/codegen/cuda_hosted_test.cpp
+// runs the host code with this type). `launch`: a kernel's name, grid and block sizes, and the
+// addresses of its arguments (as cuLaunchKernel). `gemm`: a column-major strided batched C = alpha
+// op(A) op(B) with element types as ONNX codes (1 f32, 10 f16, 16 bf16), accumulating in f32.
+// `record`: the start of stage k, for profiling (may be null). Nonzero is failure.
 struct EqfHost {
   void* ctx;
   int (*launch)(void* ctx, const char* kernel, unsigned grid, unsigned block, void** args);

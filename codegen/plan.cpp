@@ -263,10 +263,12 @@ ir::DType parse_precision(const std::string& name) {
 }
 
 bool arch_has_tensor_cores(const std::string& arch) {
-  // What CMake's CUDA_ARCHITECTURES takes, which a tree passes it: which GPUs "native" and "all"
-  // mean is not known here, so they keep the tensor cores (an older GPU then stops at the
-  // tiles' #error, which says to name its architecture).
-  if (arch == "native" || arch == "all" || arch == "all-major") return true;
+  // What CMake's CUDA_ARCHITECTURES takes, which a tree passes it. "all" and "all-major" build
+  // for GPUs before sm_80 too, so they take the FP32 forms; which GPU "native" means is not
+  // known here, so it keeps the tensor cores (an older GPU then stops at the tiles' #error,
+  // which says to name its architecture).
+  if (arch == "all" || arch == "all-major") return false;
+  if (arch == "native") return true;
   bool all = true;
   size_t start = 0;
   do {

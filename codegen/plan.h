@@ -117,8 +117,8 @@ ir::DType parse_precision(const std::string& name);
 
 // Whether a CUDA architecture has the tensor-core instructions the printer uses (sm_80 or
 // newer): "sm_90a", "sm_86", "75", or what CMake's CUDA_ARCHITECTURES takes ("80;90" when every
-// entry does, "90a-real"; "native" and "all" count as yes). Error (BadInput) naming the text
-// when it is none of those.
+// entry does, "90a-real"; "all" and "all-major" as no, "native" as yes). Error (BadInput) naming
+// the text when it is none of those.
 bool arch_has_tensor_cores(const std::string& arch);
 
 // The tolerance (rtol, atol) at which a plan's outputs are checked against the f32 model's:

@@ -1,7 +1,10 @@
 #include "codegen/printer.h"
 
+#include <regex>
+
 #include "codegen/prelude.h"
 #include "codegen/printer_writer.h"
+#include "ir/scalar_expr.h"
 
 namespace eqfuse::codegen {
 namespace detail {
@@ -92,8 +95,8 @@ std::string Writer::compute(const ir::Node& n, const Index& idx) {
   return scalar(n, idx);
 }
 
-std::string print_scalar(const ir::ScalarExpr& e, const std::string& type,
-                         const std::vector<std::string>& operands) {
+static std::string print_scalar(const ir::ScalarExpr& e, const std::string& type,
+                                const std::vector<std::string>& operands) {
   switch (e.op) {
     case ir::ScalarOp::Input:
       return operands.at(size_t(e.input));

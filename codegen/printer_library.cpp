@@ -1,4 +1,6 @@
 // The printer's library calls: cuBLAS, cuBLASLt, CBLAS and cuDNN (printer_writer.h).
+#include <cctype>
+
 #include "codegen/printer_writer.h"
 
 namespace eqfuse::codegen::detail {

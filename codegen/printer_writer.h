@@ -2,21 +2,23 @@
 // The printer's inside, shared by its files (codegen/printer.h is the interface): the Writer,
 // which prints one stage at a time into a function (and for CUDA its launch), and the helpers
 // it uses. Its methods are defined by what they print:
-//   printer.cpp              expressions and index arithmetic, pointwise stages, the stage
-//                            wrapper (C++ function, CUDA kernel and launch), the whole unit
+//   printer_writer.h         (here) index arithmetic, row loops, the Writer's state
+//   printer.cpp              expressions (elementwise ops and layout index maps), pointwise
+//                            stages, the stage wrapper (C++ function, CUDA kernel and launch),
+//                            the whole unit
 //   printer_rows.cpp         Reduce*, Softmax, LayerNormalization and pooling
 //   printer_attention.cpp    softmax(S)·V in one stage (CUDA cores, tensor cores, the twin)
-//   printer_contraction.cpp  MatMul and Gemm in loops of our own, 2-D convolution tiles
-//   printer_library.cpp      cuBLAS, cuBLASLt, CBLAS and cuDNN calls
+//   printer_contraction.cpp  MatMul and Gemm in loops of our own, convolution (direct loops,
+//                            the twin's tiles, CUDA's implicit-GEMM tiles)
+//   printer_library.cpp      cuBLAS, cuBLASLt, CBLAS and cuDNN calls, with the kernels that
+//                            finish them (a Gemm's C term, the bias after cuDNN)
 //   printer_runtimes.cpp     the C sources generated units include for tensor cores, the
 //                            hosted table, cuBLASLt and cuDNN
 #include <fmt/format.h>
 
-#include <cctype>
 #include <cmath>
 #include <functional>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -28,7 +30,6 @@
 #include "cost/kernel_forms.h"
 #include "ir/op_table.h"
 #include "ir/ops/window.h"
-#include "ir/scalar_expr.h"
 #include "support/error.h"
 
 namespace eqfuse::codegen::detail {

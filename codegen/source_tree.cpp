@@ -65,7 +65,7 @@ target_link_libraries(bench PRIVATE eqfuse_model)
     size_t end = std::min(o.cuda_arch.find(';', at), o.cuda_arch.size());
     std::string entry = o.cuda_arch.substr(at, end - at);
     if (entry.rfind("sm_", 0) == 0) entry = entry.substr(3);
-    arch += (arch.empty() ? "" : ";") + entry;
+    arch += (at == 0 ? "" : ";") + entry;
     at = end + 1;
   }
   return fmt::format(R"(cmake_minimum_required(VERSION 3.18)

@@ -38,9 +38,9 @@ inline std::vector<ConvTile> conv_tiles(int64_t spatial_dims, bool float_element
 // A tile's compute efficiency relative to the 128x64 tile's (the profile's `convolution`): a
 // thread of the 128x64 tile sums 8x4 outputs in registers, of the 64x64 tile 4x4 and of the
 // 32x64 tile 2x4, so the smaller tiles do fewer multiply-adds per value read from shared memory.
-// Fitted to the per-stage times of every convolution of resnet18, squeezenet1_1 and
-// mobilenet_v2 at batch 1 and 64 on an H200 (bench/gpu/fit_conv_tiles.py; README, "The cost
-// model against the kernels").
+// Fitted to the per-stage times of every tiled convolution of resnet18, squeezenet1_1,
+// mobilenet_v2 (batch 1 and 64) and vit_tiny (batch 1) on an H200 (bench/gpu/fit_conv_tiles.py;
+// README, "The cost model against the kernels").
 inline double conv_tile_relative_efficiency(ConvTile tile) {
   if (tile.m >= 128) return 1.0;
   return tile.m >= 64 ? 0.92 : 0.57;

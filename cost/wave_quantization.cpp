@@ -64,13 +64,14 @@ std::optional<ConvForm> conv_form(const ir::OpContext& ctx,
                  t == ir::DType::f32 || t == ir::DType::f16 || t == ir::DType::bf16, channels);
   ConvForm form;
   if (tiles.empty()) {
-    // Each output reads its k inputs itself: groups x channels x pixels x k elements, against
-    // the input's count (a stride-2 depthwise 3x3 reads each element about 9 / 4 times).
+    // Each output reads its k inputs itself: an input element once for every output pixel
+    // whose window covers it (a stride-2 3x3 about 9 / 4 times; taps in the padding counted
+    // too). The other output channels of its group read it again, taken to hit the cache.
     const ir::TensorType* x = ctx.input_types[0];
     if (x && x->shape.is_static()) {
       const double input = static_cast<double>(x->shape.numel().value_or(1));
       form.input_reads =
-          std::max(1.0, static_cast<double>(groups * channels * pixels) * k / std::max(1.0, input));
+          std::max(1.0, static_cast<double>(groups * pixels) * k / std::max(1.0, input));
     }
     return form;
   }

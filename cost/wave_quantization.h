@@ -26,7 +26,8 @@ struct ConvForm {
   double compute_factor = 1.0;
   // How many times the input's bytes count: one output per thread reads its own inputs (no
   // tile stages them in shared memory), so an input element is read once for every output
-  // that covers it; tiles read it once.
+  // pixel whose window covers it (the other output channels of its group taken to hit the
+  // cache); tiles read it once.
   double input_reads = 1.0;
 };
 // nullopt for any other op or a shape that is not static (the caller then takes

@@ -32,7 +32,9 @@ TILES = [(128, 64), (64, 64), (32, 64)]
 
 
 def tile_of(channels, pixels, sms=132):
-    """The tile a run picks, and how many there are (cost/kernel_forms.h)."""
+    """The tile a run picks, and how many there are (cost/kernel_forms.h; kConvFullWave is 132
+    whatever the GPU). `channels` per group: every tiled convolution of the shared models has
+    one group."""
     cands = ([(128, 64), (32, 64)] if channels > 64 else
              [(64, 64), (32, 64)] if channels > 32 else [(32, 64)])
     for t in cands:
@@ -102,27 +104,30 @@ def main():
                     continue  # one output per thread: not a tile
                 dims = stage["type"].split("[")[1].rstrip("]").split(",")
                 channels, pixels = int(dims[1]), int(dims[2]) * int(dims[3])
-                for batch_key in ("b1", f"b{m.get('large_batch', 64)}"):
+                for batch_key in sorted({"b1", f"b{m.get('large_batch', 64)}"}):
                     run = m.get(batch_key)
                     if not isinstance(run, dict) or "stage_ms" not in run["generic"]:
                         continue
                     batch = run["generic"]["dims"][0] if run["generic"]["dims"] else 1
                     tile, count = tile_of(channels, batch * pixels)
-                    waves = math.ceil(count / 132)
+                    waves = math.ceil(count / base["sm_count"])
                     slices = math.ceil(slices_k[stage["index"]] / 16)
                     work_ms = waves * slices * 2 * tile[0] * tile[1] * 16 / sm_peak * 1e3
-                    samples.append({"batch": batch_key, "tile": tile, "work_ms": work_ms,
+                    samples.append({"model": model, "batch": batch_key, "tile": tile, "work_ms": work_ms,
                                     "ms": run["generic"]["stage_ms"][stage["index"]]})
     if not samples:
         sys.exit("no tiled convolution stages measured (see --graphs)")
-    rows = [[1 / s["ms"]] + [s["work_ms"] / s["ms"] if s["tile"] == t else 0 for t in TILES]
+    present = [t for t in TILES if any(s["tile"] == t for s in samples)]
+    rows = [[1 / s["ms"]] + [s["work_ms"] / s["ms"] if s["tile"] == t else 0 for t in present]
             for s in samples]
-    x = solve(rows, 1 + len(TILES))
-    print(f"{len(samples)} convolution stages; fixed time per stage {x[0] * 1e3:.2f} us")
-    eff = {t: 1 / x[1 + i] for i, t in enumerate(TILES) if x[1 + i] > 0}
+    x = solve(rows, 1 + len(present))
+    models = sorted({s["model"] for s in samples})
+    print(f"{len(samples)} convolution stages of {', '.join(models)}; fixed time per stage "
+          f"{x[0] * 1e3:.2f} us")
+    eff = {t: 1 / x[1 + i] for i, t in enumerate(present) if x[1 + i] > 0}
     for t, e in eff.items():
-        print(f"tile {t[0]}x{t[1]}: efficiency {e:.3f}, relative to 128x64 "
-              f"{e / eff[TILES[0]]:.2f}")
+        relative = f", relative to 128x64 {e / eff[TILES[0]]:.2f}" if TILES[0] in eff else ""
+        print(f"tile {t[0]}x{t[1]}: efficiency {e:.3f}{relative}")
     for key in sorted({s["batch"] for s in samples}):
         errs = [abs(sum(a * b for a, b in zip(r, x)) * s["ms"] - s["ms"]) / s["ms"]
                 for r, s in zip(rows, samples) if s["batch"] == key]

@@ -18,10 +18,14 @@ fi
 out=$(realpath -m "$2")
 trees=$(realpath "${3:-$(dirname "$0")/trees}")
 cd "$(dirname "$0")/../.."
-commit=$(git rev-parse --verify "${1%% *}^{commit}")  # "SHA with uncommitted changes" too
+case $1 in
+  unknown) echo "the trees' commit is unknown: they were not written in a git checkout" >&2; exit 1 ;;
+  *" with uncommitted changes") echo "warning: the trees had uncommitted changes; building $1 without them" >&2 ;;
+esac
+commit=$(git rev-parse --verify "${1%% *}^{commit}")
 work=${TMPDIR:-/tmp}/eqfuse-at-$commit
-if [ -d "$work" ] && [ "$(git -C "$work" rev-parse HEAD)" != "$commit" ]; then
-  echo "$work is not at $commit: remove it (git worktree remove --force $work)" >&2
+if [ -d "$work" ] && [ "$(git -C "$work" rev-parse HEAD 2>/dev/null)" != "$commit" ]; then
+  echo "$work is not a checkout of $commit: remove it" >&2
   exit 1
 fi
 [ -d "$work" ] || git worktree add -f --detach "$work" "$commit"
@@ -30,6 +34,9 @@ fi
   ninja -C "$work/build" eqfuse
 }
 mkdir -p "$out"
+shopt -s nullglob
+compiled_files=("$trees"/*.compile.json)
+[ ${#compiled_files[@]} -gt 0 ] || { echo "no trees in $trees (bench/gpu/prepare.sh)" >&2; exit 1; }
 for compiled in "$trees"/*.compile.json; do
   model=$(basename "$compiled" .compile.json)
   case $model in *.*) continue ;; esac  # the specialized and bf16 trees share these graphs

@@ -620,9 +620,9 @@ TEST_CASE("convolution tiles: inside and edge tiles, strides, dilations, groups"
 
 TEST_CASE("CUDA convolution tiles: each size, channel and k tails, groups, epilogues") {
   // On CUDA a convolution with at least 16 output channels per group is an implicit GEMM in
-  // tiles of channels by pixels, k in slices of 16 (printer.cpp, body_conv_gemm), the largest
-  // tiles of which there are at least 132: 128x64 or 32x64 for 72 channels (a channel tail in
-  // each), 64x64 or 32x64 for 40 and 64, 32x64 alone for 20 per group. k of 180, 20 and 72 end
+  // tiles of channels by pixels, k in slices of 16 (printer_contraction.cpp, body_conv_gemm), the
+  // largest tiles of which there are at least 132: 128x64 or 32x64 for 72 channels (a channel tail
+  // in each), 64x64 or 32x64 for 40 and 64, 32x64 alone for 20 per group. k of 180, 20 and 72 end
   // in partial slices.
   GraphBuilder b;
   auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
@@ -1034,6 +1034,7 @@ TEST_CASE("before sm_80, 16-bit attention and convolution tiles run on the FP32 
   CHECK(codegen::arch_has_tensor_cores("80;90a-real"));  // CMake's forms, as trees pass it on
   CHECK_FALSE(codegen::arch_has_tensor_cores("75;90"));
   CHECK(codegen::arch_has_tensor_cores("native"));
+  CHECK_FALSE(codegen::arch_has_tensor_cores("all"));  // sm_50 and up: the FP32 forms
   CHECK_THROWS_WITH(codegen::arch_has_tensor_cores("sm_9x"),
                     Catch::Contains("'sm_9x': expected sm_NN"));
   CHECK_THROWS_AS(codegen::arch_has_tensor_cores(""), Error);

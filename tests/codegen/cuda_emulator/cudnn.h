@@ -1,6 +1,6 @@
 #pragma once
 // The emulator's cuDNN: the legacy convolution API generated code calls (kCudnnRuntime in
-// codegen/printer.cpp), as NCHW loops accumulating in double, and the fused
+// codegen/printer_runtimes.cpp), as NCHW loops accumulating in double, and the fused
 // cudnnConvolutionBiasActivationForward with cuDNN's documented limits (ReLU or the identity,
 // the identity only with IMPLICIT_PRECOMP_GEMM). Its heuristics offer two algorithms, with no
 // workspace. Each call costs the emulator's clock one tick (a launch two; eqf_cuda_emulator.h),
