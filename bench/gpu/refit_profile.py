@@ -26,7 +26,8 @@ measured: by default each model is optimized again as prepare.sh did, which is r
 optimizer has not changed since the run; `--graphs DIR` prices DIR/MODEL.onnx instead, the
 optimized graphs of the measured trees (`eqfuse optimize` of the commit the trees were written
 at), compiled with --no-optimize. A model whose plan has another number of stages than the run
-measured is left out, and said so.
+measured is left out, and said so; where the results carry each measured tree's kernels
+(run.py's "plan", since stop 32), so is a kernel made of other stages than the run measured.
 
   python3 bench/gpu/refit_profile.py [--results bench/gpu/results] [--trees bench/gpu/trees]
       [--base bench/gpu/results/calibrated_profile.json] [--eqfuse build/tools/eqfuse]
@@ -46,22 +47,25 @@ MIN_MS = 0.050  # kernels shorter than this are mostly launch overhead
 
 
 def measured_kernels(results):
-    """(model, batch, kernel name) -> (stage kinds, measured ms), and (model, batch) -> the
-    CUDA-graph replay and the number of stages measured, from the merged results."""
-    out, graphs, stages = {}, {}, {}
+    """(model, batch, kernel name) -> (stage kinds, measured ms), (model, batch) -> the
+    CUDA-graph replay, model -> the number of stages measured, and model -> the measured
+    tree's kernels where the results carry them (run.py's "plan"), from the merged results."""
+    out, graphs, stages, plans = {}, {}, {}, {}
     with open(os.path.join(results, "gpu.json")) as f:
         merged = json.load(f)
     for row in merged["cost_model"]["kernels"]:
         out[(row["model"], row["batch"], row["kernel"])] = (row["class"], row["measured_ms"])
     for part in merged["parts"]:
         for m in part["models"]:
+            if m.get("plan"):
+                plans[m["model"]] = m["plan"]
             for b in (1, 64):
                 r = m.get(f"b{b}")
                 if isinstance(r, dict) and "graph_replay_ms" in r["generic"]:
                     graphs[(m["model"], b)] = r["generic"]["graph_replay_ms"]
                 if isinstance(r, dict) and "stage_ms" in r["generic"]:
                     stages[m["model"]] = len(r["generic"]["stage_ms"])
-    return out, graphs, stages
+    return out, graphs, stages, plans
 
 
 def predictions(eqfuse, trees, model, profile, scratch, graphs):
@@ -81,22 +85,32 @@ def predictions(eqfuse, trees, model, profile, scratch, graphs):
     subprocess.run([eqfuse, "compile", src, "--target", "cuda", "--out", out, "--device", profile]
                    + flags, check=True, capture_output=True, text=True)
     with open(os.path.join(out, "plan.json")) as f:
-        stages = sum(len(k["stages"]) for k in json.load(f)["kernels"])
+        kernels = json.load(f)["kernels"]
+    composition = {k["name"]: [[s["kind"], s["op"], s["type"]] for s in k["stages"]]
+                   for k in kernels}
     with open(os.path.join(out, "predictions.json")) as f:
         return ({k["name"]: {int(b): ms for b, ms in k["predicted_ms"].items()}
-                 for k in json.load(f)["kernels"]}, stages)
+                 for k in json.load(f)["kernels"]},
+                sum(len(k["stages"]) for k in kernels), composition)
 
 
-def price_all(eqfuse, trees, models, profile, scratch, graphs, measured_stages):
+def price_all(eqfuse, trees, models, profile, scratch, graphs, measured_stages, plans):
     """model -> kernel name -> {batch: ms}, for the models whose plan has the stages the run
-    measured."""
+    measured; where the results carry the measured tree's kernels, only the kernels made of the
+    same stages."""
     priced = {}
     for m in models:
-        kernels, stages = predictions(eqfuse, trees, m, profile, scratch, graphs)
+        kernels, stages, composition = predictions(eqfuse, trees, m, profile, scratch, graphs)
         if measured_stages.get(m, stages) != stages:
             print(f"{m}: left out, its plan has {stages} stages and the run measured "
                   f"{measured_stages[m]} (another optimizer; see --graphs)", file=sys.stderr)
             continue
+        if m in plans:
+            same = {k["name"] for k in plans[m] if composition.get(k["name"]) == k["stages"]}
+            if len(same) < len(kernels):
+                print(f"{m}: {len(kernels) - len(same)} of {len(kernels)} kernels left out, made "
+                      f"of other stages than the run measured", file=sys.stderr)
+            kernels = {k: v for k, v in kernels.items() if k in same}
         priced[m] = kernels
     return priced
 
@@ -125,7 +139,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results", "refitted_profile.json"))
     ap.add_argument("--graphs", help="optimized graphs of the measured trees, DIR/MODEL.onnx")
     args = ap.parse_args()
-    measured, graphs, measured_stages = measured_kernels(args.results)
+    measured, graphs, measured_stages, plans = measured_kernels(args.results)
     models = sorted({m for m, _, _ in measured}
                     & {m for m in os.listdir(args.trees) if not os.path.isfile(
                         os.path.join(args.trees, m))})
@@ -139,7 +153,7 @@ def main():
         json.dump(base, f)
     print(f"pricing {len(models)} models with the base profile", file=sys.stderr)
     before = price_all(args.eqfuse, args.trees, models, base_file, scratch, args.graphs,
-                       measured_stages)
+                       measured_stages, plans)
 
     # The factors, from the large batch's long kernels.
     def kind_of(cls):
@@ -183,7 +197,7 @@ def main():
         json.dump(refit, f, indent=1)
     print(f"pricing {len(models)} models with the refitted profile", file=sys.stderr)
     after = price_all(args.eqfuse, args.trees, models, args.out, scratch, args.graphs,
-                      measured_stages)
+                      measured_stages, plans)
 
     b_class, b_model = errors(measured, graphs, before)
     a_class, a_model = errors(measured, graphs, after)

@@ -198,7 +198,7 @@ def models(trees, part):
 
 def eqfuse_model(trees, nvcc, arch, name, large, record, deadline):
     tree = os.path.join(trees, name)
-    r = {"model": name, "large_batch": large}
+    r = {"model": name, "large_batch": large, "plan": plan_summary(tree)}
     r["nvcc_s"] = build(nvcc, arch, tree)
     if r["nvcc_s"] is None:
         record(r)
@@ -240,6 +240,18 @@ def eqfuse_model(trees, nvcc, arch, name, large, record, deadline):
             r[f"b{b}"]["conv_kernels_only"] = own
             print(f"   b{b}: convolutions in eqfuse kernels only {typical(own)} ms", flush=True)
     record(r)
+
+
+def plan_summary(tree):
+    """Each kernel of the tree and its stages (kind, op, type), in stage order: what the times
+    were measured on, so that refit_profile.py can check that it prices the same kernels."""
+    try:
+        with open(os.path.join(tree, "plan.json")) as f:
+            plan = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return [{"name": k["name"], "stages": [[s["kind"], s["op"], s["type"]] for s in k["stages"]]}
+            for k in plan.get("kernels", [])]
 
 
 def batch_dim(tree, b):
