@@ -262,6 +262,17 @@ ir::DType parse_precision(const std::string& name) {
   return *t;
 }
 
+std::vector<std::string> cuda_arch_entries(const std::string& arch) {
+  std::vector<std::string> entries;
+  for (size_t at = 0; at <= arch.size();) {
+    const size_t end = std::min(arch.find(';', at), arch.size());
+    std::string entry = arch.substr(at, end - at);
+    entries.push_back(entry.rfind("sm_", 0) == 0 ? entry.substr(3) : entry);
+    at = end + 1;
+  }
+  return entries;
+}
+
 bool arch_has_tensor_cores(const std::string& arch) {
   // What CMake's CUDA_ARCHITECTURES takes, which a tree passes it. "all" and "all-major" build
   // for GPUs before sm_80 too, so they take the FP32 forms; which GPU "native" means is not
@@ -270,13 +281,7 @@ bool arch_has_tensor_cores(const std::string& arch) {
   if (arch == "all" || arch == "all-major") return false;
   if (arch == "native") return true;
   bool all = true;
-  size_t start = 0;
-  do {
-    size_t end = arch.find(';', start);
-    std::string entry =
-        arch.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    start = end == std::string::npos ? arch.size() + 1 : end + 1;
-    if (entry.rfind("sm_", 0) == 0) entry = entry.substr(3);
+  for (std::string entry : cuda_arch_entries(arch)) {
     for (const char* suffix : {"-real", "-virtual"})
       if (entry.size() > std::strlen(suffix) &&
           entry.compare(entry.size() - std::strlen(suffix), std::string::npos, suffix) == 0)
@@ -290,7 +295,7 @@ bool arch_has_tensor_cores(const std::string& arch) {
                       "';', native or all",
                   Error::Kind::BadInput);
     all = all && std::stoi(entry) >= 80;
-  } while (start <= arch.size());
+  }
   return all;
 }
 

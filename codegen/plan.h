@@ -121,6 +121,10 @@ ir::DType parse_precision(const std::string& name);
 // the text when it is none of those.
 bool arch_has_tensor_cores(const std::string& arch);
 
+// The entries of a CUDA architecture list ("sm_80;90a-real"), each without "sm_" ("80",
+// "90a-real"), as CMake's CUDA_ARCHITECTURES takes them; empty entries kept.
+std::vector<std::string> cuda_arch_entries(const std::string& arch);
+
 // The tolerance (rtol, atol) at which a plan's outputs are checked against the f32 model's:
 // 1e-3/1e-4 at f32, wider where stored tensors are rounded to 16 bits (measured on the shared
 // models, README).
