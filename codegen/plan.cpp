@@ -308,6 +308,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   plan.precision = options.precision;
   plan.epilogues_in_contractions = options.epilogues_in_contractions;
   plan.tensor_cores = options.tensor_cores;
+  plan.cublaslt = options.cublaslt;
   std::vector<NodeId> origin;
   plan.graph = ir::inline_kernels(input_graph, &origin);
   ir::Graph& g = plan.graph;

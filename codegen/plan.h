@@ -110,6 +110,11 @@ struct PlanOptions {
   // CUDA: 16-bit attention and convolution tiles multiply on tensor cores (mma.sync m16n8k16,
   // sm_80 or newer). Off: they run on the FP32 units as f32 ones do, for older GPUs.
   bool tensor_cores = true;
+  // CUDA trees: a library product takes the bias, ReLU and residual after it in cuBLASLt's
+  // epilogue where it can. Off: cuBLAS and the kernels after it, as the hosted form runs them
+  // (`eqfuse compile --no-cublaslt`: for trees without cuBLASLt, and for pricing GPU runs that
+  // predate it).
+  bool cublaslt = true;
 };
 
 // "f32", "f16" or "bf16" as a precision; Error (BadInput) naming the text otherwise.
@@ -134,6 +139,7 @@ struct KernelPlan {
   ir::DType precision = ir::DType::f32;   // PlanOptions::precision
   bool epilogues_in_contractions = true;  // PlanOptions::epilogues_in_contractions
   bool tensor_cores = true;               // PlanOptions::tensor_cores
+  bool cublaslt = true;                   // PlanOptions::cublaslt
   ir::Graph graph;                        // the optimized graph with kernels expanded
   std::vector<std::string> dims;          // symbolic dims, the order of the run-time dims array
   std::vector<Stage> stages;

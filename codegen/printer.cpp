@@ -339,6 +339,7 @@ std::string Writer::cpu_function(const std::string& name, const std::string& hea
 }
 
 void Writer::begin_body() {
+  attention_mma_ = false;
   row_work_.clear();
   out_.clear();
   used_.clear();
@@ -357,10 +358,16 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     stage(index, functions, own);
     calls += fmt::format("  if (eqf_unfused_s{}) {{\n{}  }} else {{\n    {}\n  }}\n", index - 1,
                          own, target_ == Target::Cuda ? record_event(index) : "");
+    forms[index] = {StageForm::Runs::Elsewhere, "epilogue", 0, index - 1};
     return;
   }
   if (merged_stage_ == index || s.written_by_producers) {
-    if (merged_stage_ == index) merged_stage_.reset();
+    forms[index] = {StageForm::Runs::Elsewhere, s.written_by_producers ? "producers" : "epilogue",
+                    0, std::nullopt};
+    if (merged_stage_ == index) {
+      forms[index].by = index - 1;
+      merged_stage_.reset();
+    }
     if (s.written_by_producers)
       functions += fmt::format("// stage {}: Concat -> '{}': its producers wrote their slices\n\n",
                                index, g_.value(s.output).name);
@@ -425,6 +432,9 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     uses_cublas = true;
     calls += library;
     Contraction c = contraction(g_, g_.node(s.node));
+    const bool c_kernel = c.c != ir::kNoValue && c.beta != 0 && !lt;
+    forms[index] = {StageForm::Runs::Library, lt ? "cublaslt" : "cublas", c_kernel ? 1 : 0,
+                    std::nullopt};
     if (c.c == ir::kNoValue || c.beta == 0) return;
     items = body_gemm_epilogue(s);  // out += beta * C, a kernel after the library call
   } else {
@@ -467,6 +477,7 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
         break;
     }
   }
+  if (library.empty()) forms[index] = own_form(s, conv_tiles, !blas_calls.empty());
   const ir::Value& ov = g_.value(s.output);
   std::string what = s.node == ir::kNoNode ? "copy" : g_.node(s.node).op_type;
   std::string head = fmt::format(
@@ -557,6 +568,40 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
                              cudnn_fused(s, epilogue, written));
   else
     calls += "  {\n    " + record_event(index) + "\n    " + kernels + "\n  }\n";
+}
+
+StageForm Writer::own_form(const Stage& s, const std::vector<ConvTile>& conv_tiles,
+                           bool cblas) const {
+  StageForm f;
+  if (target_ == Target::Cpu) {
+    f.name = cblas ? "cblas or loops" : "loops";
+    return f;
+  }
+  switch (s.kind) {
+    case StageKind::Pointwise:
+      f.name = s.node == ir::kNoNode ? "copy" : "pointwise";
+      break;
+    case StageKind::Reduce:
+    case StageKind::Softmax:
+    case StageKind::LayerNorm:
+      f.name = block_rows_ ? "block rows" : warp_rows_ ? "warp rows" : "thread rows";
+      break;
+    case StageKind::Pool:
+      f.name = "pool";
+      break;
+    case StageKind::MatMul:
+    case StageKind::Gemm:
+      f.name = "gemm elements";
+      break;
+    case StageKind::Conv:
+      f.name = conv_tiles.empty() ? "conv direct" : "conv tiles";
+      if (cudnn_conv(s)) f.name += " or cudnn";
+      break;
+    case StageKind::Attention:
+      f.name = attention_mma_ ? "attention mma" : "attention";
+      break;
+  }
+  return f;
 }
 
 std::string Writer::cuda_kernel(const std::string& name, const std::string& head, ValueId written,
@@ -1029,6 +1074,13 @@ HostedCuda print_units(const KernelPlan& plan, Target target, bool hosted) {
 
 std::string print_kernels(const KernelPlan& plan, Target target) {
   return print_units(plan, target, false).host;
+}
+
+std::vector<StageForm> stage_forms(const KernelPlan& plan, Target target) {
+  Writer w(plan, target);
+  std::string functions, calls;
+  for (size_t i = 0; i < plan.stages.size(); ++i) w.stage(i, functions, calls);
+  return w.forms;
 }
 
 HostedCuda print_cuda_hosted(const KernelPlan& plan) {

@@ -76,7 +76,9 @@
 // The generated unit exports a C API (see kernel_api_text()): the arena size for a binding of
 // the dims, and a run function taking the dims, input and output pointers, the weights blob
 // and the arena (and, for CUDA, a stream).
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "codegen/plan.h"
 
@@ -87,6 +89,27 @@ std::string_view target_name(Target target);
 
 // The whole translation unit. Deterministic: the same plan prints the same text.
 std::string print_kernels(const KernelPlan& plan, Target target);
+
+// How generated code runs one stage, as the printer chose it: a tree's plan.json names each
+// stage's form, and `eqfuse compile` prices each stage in its form (predictions.json), so that a
+// prediction and a GPU run's per-stage time are of the same code.
+struct StageForm {
+  enum class Runs {
+    Kernels,    // generated kernels of its own (`kernels` launches)
+    Library,    // a cuBLAS or cuBLASLt call, then `kernels` generated ones (a Gemm's C term)
+    Elsewhere,  // computed by stage `by` where it stores (an epilogue), or by its producers
+  };
+  Runs runs = Runs::Kernels;
+  // "pointwise", "thread rows", "warp rows", "block rows", "pool", "copy", "gemm elements",
+  // "cublas", "cublaslt", "conv tiles", "conv direct" (either with " or cudnn": chosen at run
+  // time where the tree is built with cuDNN), "attention", "attention mma", "epilogue",
+  // "producers"; the C++ twin's stages: "loops" (or "cblas or loops").
+  std::string name;
+  int kernels = 1;
+  std::optional<size_t> by;  // Elsewhere: the stage that computes it (none: its producers)
+};
+// The form of every stage of `plan` printed for `target` (what print_kernels writes).
+std::vector<StageForm> stage_forms(const KernelPlan& plan, Target target);
 
 // The declarations of the generated C API, for the header of a generated tree.
 std::string kernel_api_text(Target target);

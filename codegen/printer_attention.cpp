@@ -257,6 +257,7 @@ void Writer::body_attention_mma(
         logit,
     const std::function<std::string(const Index&)>& store) {
   uses_mma = true;
+  attention_mma_ = true;
   const ir::Node& qk = g_.node(s.attention->scores);
   const ValueId q = qk.inputs[0], k = qk.inputs[1], v = g_.node(s.node).inputs[1];
   const std::string half = type == DType::bf16 ? "bf16" : "f16";

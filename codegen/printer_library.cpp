@@ -249,7 +249,7 @@ std::string Writer::cublas_call(const Stage& s, size_t index, const LibraryGemm&
 }
 
 std::optional<Writer::LtEpilogue> Writer::cublaslt_epilogue(const Stage& s, size_t index) const {
-  if (target_ != Target::Cuda || hosted_) return std::nullopt;
+  if (target_ != Target::Cuda || hosted_ || !plan_.cublaslt) return std::nullopt;
   const Contraction c = contraction(g_, g_.node(s.node));
   const Buffer* out = plan_.buffer(s.output);
   const DType t = out->dtype;

@@ -151,7 +151,7 @@ class Writer {
   // `hosted`: CUDA whose host part eqfuse runs (print_cuda_hosted): kernels are extern "C" and
   // the host code launches, calls cuBLAS and records events through an EqfHost table.
   Writer(const KernelPlan& plan, Target target, bool hosted = false)
-      : plan_(plan), g_(plan.graph), target_(target), hosted_(hosted) {}
+      : plan_(plan), g_(plan.graph), target_(target), hosted_(hosted), forms(plan.stages.size()) {}
 
   // One stage as a function (and, for CUDA, its launch), appended to `functions`; the call
   // the run function makes, appended to `calls`.
@@ -546,6 +546,7 @@ class Writer {
   void begin_body();
 
  public:
+  std::vector<StageForm> forms;  // of each stage printed (stage_forms)
   bool uses_cublas = false;
   bool uses_cublaslt = false;
   bool uses_cblas = false;
@@ -562,6 +563,11 @@ class Writer {
   std::set<size_t> group_loads_;
   // A CUDA stage whose items are each a whole block's (attention, convolution tiles).
   bool block_items_ = false;
+  // The stage printed last was attention on tensor cores (body_attention_mma).
+  bool attention_mma_ = false;
+  // The form of a stage printed as code of its own (not a library call), once its body is.
+  // `cblas`: the C++ twin calls CBLAS for it under EQFUSE_CBLAS.
+  StageForm own_form(const Stage& s, const std::vector<ConvTile>& conv_tiles, bool cblas) const;
   // The CUDA kernel `name` around the body printed so far (out_, used_), writing `written`,
   // appended to `functions`; returns its launch, which takes the item count from a variable `n`.
   // `items` is the body's item count; for groups of 4 (group4_) it becomes their count.

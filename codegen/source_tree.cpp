@@ -100,8 +100,9 @@ target_link_libraries(bench PRIVATE eqfuse_model)
                      arch);
 }
 
-nlohmann::json plan_json(const KernelPlan& plan) {
+nlohmann::json plan_json(const KernelPlan& plan, Target target) {
   const ir::Graph& g = plan.graph;
+  const std::vector<StageForm> forms = stage_forms(plan, target);
   nlohmann::json j;
   j["dims"] = plan.dims;
   nlohmann::json kernels = nlohmann::json::array();
@@ -113,7 +114,8 @@ nlohmann::json plan_json(const KernelPlan& plan) {
                         {"kind", std::string(stage_kind_name(st.kind))},
                         {"op", st.node == ir::kNoNode ? "copy" : g.node(st.node).op_type},
                         {"output", g.value(st.output).name},
-                        {"type", g.value(st.output).type.str()}});
+                        {"type", g.value(st.output).type.str()},
+                        {"form", forms[i].name}});
     }
     kernels.push_back({{"name", s.name}, {"label", s.label}, {"stages", stages}});
   }
@@ -142,7 +144,7 @@ TreeReport write_source_tree(const KernelPlan& plan, const fs::path& dir,
                                          kernel_api_text(options.target));
   write_file(dir / (cuda ? "bench.cu" : "bench.cpp"), bench_source_text());
   write_file(dir / "CMakeLists.txt", cmake_text(options));
-  write_file(dir / "plan.json", plan_json(plan).dump(1) + "\n");
+  write_file(dir / "plan.json", plan_json(plan, options.target).dump(1) + "\n");
   TreeReport r;
   r.stages = plan.stages.size();
   r.kernels = plan.steps.size();

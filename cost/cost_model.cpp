@@ -33,6 +33,10 @@ bool folds_into_indexing(std::string_view op_type) {
 
 namespace {
 
+// A library GEMM with fewer output tiles than SMs splits its k into slices of this many (cuBLAS's
+// split-k), at most as many as give each SM a tile.
+constexpr double kSplitKSlice = 256;
+
 double numel(const ir::TensorType& t) {
   return static_cast<double>(t.shape.numel().value_or(1));
 }
@@ -201,12 +205,19 @@ NodeCost CostModel::node_cost(const ir::OpContext& ctx,
     } else {
       // A library GEMM takes smaller tiles where its largest would not fill the SMs: the
       // profile's tile, then halved along N, then along both, the first with a tile per SM.
+      // Still short of one, it splits k in slices of kSplitKSlice, at most a tile per SM.
       const int tm = profile_.gemm_tile_m, tn = profile_.gemm_tile_n;
       for (auto [m, n] : {std::pair{tm, tn}, std::pair{tm, std::max(1, tn / 2)},
                           std::pair{std::max(1, tm / 2), std::max(1, tn / 2)}}) {
         auto tiles = gemm_output_tiles(bound, outs, m, n);
         if (!tiles) break;
-        wave = wave_efficiency(*tiles, profile_.sm_count);
+        int64_t split = 1;
+        if (*tiles < profile_.sm_count && !outs.empty()) {
+          const double k = w.flops / (2 * std::max(1.0, numel(outs[0])));
+          split = std::clamp<int64_t>(static_cast<int64_t>(k / kSplitKSlice), 1,
+                                      profile_.sm_count / std::max<int64_t>(1, *tiles));
+        }
+        wave = wave_efficiency(*tiles * split, profile_.sm_count);
         if (*tiles >= profile_.sm_count) break;
       }
     }

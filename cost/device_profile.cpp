@@ -106,6 +106,7 @@ DeviceProfile DeviceProfile::from_json(const json& j, const std::string& origin)
   p.l2_bytes = r.positive("l2_mb") * 1024 * 1024;
   p.shared_memory_per_sm_bytes = r.positive("shared_memory_per_sm_kb") * 1024;
   p.launch_overhead = r.positive("launch_overhead_us") * 1e-6;
+  p.library_call_overhead = r.positive_or("library_call_us", p.launch_overhead * 1e6) * 1e-6;
   if (j.contains("gemm_tile")) {
     const json& t = j["gemm_tile"];
     if (!t.is_array() || t.size() != 2 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
@@ -119,6 +120,7 @@ DeviceProfile DeviceProfile::from_json(const json& j, const std::string& origin)
   p.efficiency.bandwidth = eff.positive("bandwidth", 1.0);
   p.efficiency.contraction = eff.positive("contraction", 1.0);
   p.efficiency.convolution = eff.positive_or("convolution", p.efficiency.contraction, 1.0);
+  p.efficiency.attention = eff.positive_or("attention", p.efficiency.contraction, 1.0);
   p.efficiency.elementwise = eff.positive("elementwise", 1.0);
   p.efficiency.reduction = eff.positive("reduction", 1.0);
   p.efficiency.opaque = eff.positive_or("opaque", p.efficiency.reduction, 1.0);
@@ -133,9 +135,13 @@ json DeviceProfile::to_json() const {
                 {"fp16_tensor", fp16_tensor / 1e12},
                 {"bf16_tensor", bf16_tensor / 1e12},
                 {"int8_tensor", int8_tensor / 1e12}};
-  json eff = {{"bandwidth", efficiency.bandwidth},     {"contraction", efficiency.contraction},
-              {"convolution", efficiency.convolution}, {"elementwise", efficiency.elementwise},
-              {"reduction", efficiency.reduction},     {"opaque", efficiency.opaque}};
+  json eff = {{"bandwidth", efficiency.bandwidth},
+              {"contraction", efficiency.contraction},
+              {"convolution", efficiency.convolution},
+              {"attention", efficiency.attention},
+              {"elementwise", efficiency.elementwise},
+              {"reduction", efficiency.reduction},
+              {"opaque", efficiency.opaque}};
   return json{{"name", name},
               {"description", description},
               {"sources", sources},
@@ -145,6 +151,7 @@ json DeviceProfile::to_json() const {
               {"l2_mb", l2_bytes / (1024 * 1024)},
               {"shared_memory_per_sm_kb", shared_memory_per_sm_bytes / 1024},
               {"launch_overhead_us", launch_overhead * 1e6},
+              {"library_call_us", library_call_overhead * 1e6},
               {"gemm_tile", {gemm_tile_m, gemm_tile_n}},
               {"efficiency", eff}};
 }

@@ -25,6 +25,10 @@ struct Efficiency {
   // the library GEMMs (eqfuse's CUDA convolutions are loops of its own). A profile without it
   // takes `contraction`.
   double convolution = 0.75;
+  // Of the FP32 peak, for generated attention (softmax(S)·V in one stage, codegen's attention
+  // form): its two products on CUDA cores, with a softmax between them. A profile without it
+  // takes `contraction`.
+  double attention = 0.75;
   double elementwise = 0.6;  // of FP32 (or FP64) peak, elementwise and broadcast ops
   double reduction = 0.5;    // of FP32 (or FP64) peak, reductions and normalizations
   double opaque = 0.3;       // ops with no table entry (see cost_model.h)
@@ -44,7 +48,10 @@ struct DeviceProfile {
   double l2_bytes = 0;
   double shared_memory_per_sm_bytes = 0;
   double launch_overhead = 0;  // seconds per kernel
-  int gemm_tile_m = 128;       // output tile used for wave quantization of GEMM and convolution
+  // Seconds per library call (a cuBLAS or cuBLASLt GEMM) beyond its arithmetic and traffic:
+  // the library's own launches and setup. A profile without it takes `launch_overhead`.
+  double library_call_overhead = 0;
+  int gemm_tile_m = 128;  // output tile used for wave quantization of GEMM and convolution
   int gemm_tile_n = 128;
   Efficiency efficiency;
 

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "codegen/plan.h"
+#include "codegen/printer.h"
 #include "codegen/source_tree.h"
 #include "cost/cost_model.h"
 #include "cost/device_profile.h"
@@ -28,6 +29,7 @@
 #include "tools/precision_check.h"
 #include "tools/progress_line.h"
 #include "tools/random_inputs.h"
+#include "tools/stage_costs.h"
 
 namespace eqfuse::tools {
 namespace {
@@ -37,30 +39,54 @@ namespace fs = std::filesystem;
 struct CompileArgs {
   std::string model, out, target = "cuda", arch = "sm_90a", device = "h200", precision = "f32";
   std::vector<std::string> dims;
-  bool no_optimize = false, json = false, dynamic_batch = false;
+  bool no_optimize = false, json = false, dynamic_batch = false, no_cublaslt = false;
 };
 
 // The cost model's time for each kernel (top-level node) at batch 1 and 64 (every run-time dim
 // bound to that size) at the plan's precision, so a GPU run's per-stage times (bench/gpu/run.py)
-// check the model.
+// check the model: each stage in the form the CUDA printer chose (tools/stage_costs.h), a
+// kernel the sum of its stages, and beside it what the optimizer's model said of the kernel.
 void write_predictions(const ir::Graph& graph, const codegen::KernelPlan& plan,
                        const std::string& device, const fs::path& file) {
   const std::vector<int64_t> sizes = {1, 64};
-  std::vector<cost::GraphCost> costs;
+  const cost::DeviceProfile profile = cost::DeviceProfile::load(device);
+  const std::vector<codegen::StageForm> forms = codegen::stage_forms(plan, codegen::Target::Cuda);
+  std::vector<cost::GraphCost> node_costs;
+  std::vector<std::vector<cost::NodeCost>> costs;
   for (int64_t b : sizes) {
     cost::CostOptions o;
     o.precision = plan.precision;
     for (const std::string& d : plan.dims) o.dim_bindings[d] = b;
-    costs.push_back(cost::CostModel(cost::DeviceProfile::load(device), o).graph_cost(graph));
+    node_costs.push_back(cost::CostModel(profile, o).graph_cost(graph));
+    costs.push_back(stage_costs(plan, forms, profile, b));
   }
   nlohmann::json kernels = nlohmann::json::array();
   for (size_t i = 0; i < graph.nodes().size(); ++i) {  // graph_cost lists nodes in graph order
     const ir::Node& n = graph.nodes()[i];
-    nlohmann::json ms = nlohmann::json::object();
-    for (size_t k = 0; k < sizes.size(); ++k)
-      ms[std::to_string(sizes[k])] = costs[k].nodes[i].cost.ms();
-    kernels.push_back(
-        {{"name", graph.value(n.outputs[0]).name}, {"op", n.op_type}, {"predicted_ms", ms}});
+    const std::string name = graph.value(n.outputs[0]).name;
+    nlohmann::json ms = nlohmann::json::object(), node_ms = nlohmann::json::object();
+    nlohmann::json stages = nlohmann::json::array();
+    auto step = std::find_if(plan.steps.begin(), plan.steps.end(),
+                             [&](const codegen::Step& s) { return s.name == name; });
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      double total = 0;
+      if (step != plan.steps.end())
+        for (size_t st : step->stages) total += costs[k][st].ms();
+      ms[std::to_string(sizes[k])] = total;
+      node_ms[std::to_string(sizes[k])] = node_costs[k].nodes[i].cost.ms();
+    }
+    if (step != plan.steps.end())
+      for (size_t st : step->stages) {
+        nlohmann::json stage_ms = nlohmann::json::object();
+        for (size_t k = 0; k < sizes.size(); ++k)
+          stage_ms[std::to_string(sizes[k])] = costs[k][st].ms();
+        stages.push_back({{"index", st}, {"form", forms[st].name}, {"predicted_ms", stage_ms}});
+      }
+    kernels.push_back({{"name", name},
+                       {"op", n.op_type},
+                       {"predicted_ms", ms},
+                       {"stages", stages},
+                       {"optimizer_ms", node_ms}});
   }
   std::ofstream out(file);
   out << nlohmann::json{{"device", device}, {"kernels", kernels}}.dump(1) << "\n";
@@ -80,6 +106,7 @@ int run_compile(const CompileArgs& a) {
   // Before sm_80, 16-bit tiles run on the FP32 units (no mma.sync.m16n8k16).
   if (tree.target == codegen::Target::Cuda)
     plan_options.tensor_cores = codegen::arch_has_tensor_cores(a.arch);
+  plan_options.cublaslt = !a.no_cublaslt;
   auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -187,6 +214,9 @@ RegisterCommand compile_command{
        app.add_flag("--dynamic-batch", args->dynamic_batch,
                     "make the leading dim of every input the run-time dim `batch` (for models "
                     "exported at a fixed batch)");
+       app.add_flag("--no-cublaslt", args->no_cublaslt,
+                    "CUDA: library products through cuBLAS and kernels, never cuBLASLt's "
+                    "epilogues");
        app.add_flag("--json", args->json, "stdout: a summary as one JSON object");
        app.footer(
            "Examples:\n  eqfuse compile model.onnx --target cpu --out twin\n"

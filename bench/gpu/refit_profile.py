@@ -2,24 +2,30 @@
 CPU machine (no GPU needed).
 
 `eqfuse calibrate` fits a profile to microbenchmarks (a copy, cuBLAS GEMMs); the GPU benchmark
-then measures every stage of the generated kernels (bench/gpu/run.py's per-stage profile). Where
-a kernel class is far from its prediction, this fits the factors that price that class to what
-the kernels did at the large batch, where each kernel runs long enough for its time to be its
-work (at batch 1 a profiled stage is mostly launch and event overhead), from the kernels whose
-prediction is at least 4 launches (else the prediction is mostly launch overhead and says
-nothing of the class's throughput):
+then measures every stage of the generated kernels (bench/gpu/run.py's per-stage profile), and
+`eqfuse compile` prices every stage in the form the printer chose for it (predictions.json,
+tools/stage_costs.h; a kernel is the sum of its stages). Where a class is far from its
+prediction, this fits the factors that price it to what the kernels did, at the large batch
+where each kernel runs long enough for its time to be its work (at batch 1 a profiled stage is
+mostly launch and event overhead), from the kernels whose prediction is at least 4 launches
+(else the prediction is mostly launch overhead and says nothing of the class's throughput):
 
-  efficiency.convolution  kernels with a Conv stage   (compute-bound: direct loops of our own)
+  efficiency.convolution  kernels with a Conv stage
   efficiency.contraction  kernels with a MatMul/Gemm stage and no Conv or attention stage
   efficiency.bandwidth    kernels of pointwise and row stages only
                           (each: factor x the median over the class's kernels of
-                           (predicted - launch) / (measured - launch), kernels of at least 20 us)
+                           (predicted - launch) / (measured - launch), kernels of at least 50 us)
+  efficiency.attention    attention stages at the large batch of at least 4 launches, the same
+  library_call_us         the median over cuBLAS and cuBLASLt stages (both batches) whose
+                          arithmetic and traffic are under half their time of measured minus that
+                          roofline: what a library call costs launch by launch
 
 The launch overhead stays the base's (calibrate measures it without the profiler's events).
-Then it prices every model again with the base and with the refitted profile (`eqfuse compile`
-writes predictions.json) and prints the error per kernel class, and per model against the
-CUDA-graph replay of the whole run, before and after. Writes OUT (a profile file for
-`--device`) with a "refit" object holding the samples and the errors.
+Then it prices every model again with the base and with the refitted profile and prints the
+error per stage form and per kernel class, and per model against the whole run, as a CUDA-graph
+replay and launch by launch (what per-stage prices add up to: a library call's host cost, for
+one, is in the launch-by-launch run and not in a replay), before and after. Writes OUT (a profile
+file for `--device`) with a "refit" object holding the samples and the errors.
 
 Kernels are matched to the measurements by name, so the graphs priced must be the ones the run
 measured: by default each model is optimized again as prepare.sh did, which is right while the
@@ -27,7 +33,10 @@ optimizer has not changed since the run; `--graphs DIR` prices DIR/MODEL.onnx in
 optimized graphs of the measured trees (`eqfuse optimize` of the commit the trees were written
 at), compiled with --no-optimize. A model whose plan has another number of stages than the run
 measured is left out, and said so; where the results carry each measured tree's kernels
-(run.py's "plan", since stop 32), so is a kernel made of other stages than the run measured.
+(run.py's "plan", since stop 32), so is a kernel made of other stages than the run measured, and
+where they carry each stage's form (since stop 33), a stage in another form. Results without
+"trees_commit" (before stop 32) come from trees written before cuBLASLt's epilogues, and are
+priced with --no-cublaslt.
 
   python3 bench/gpu/refit_profile.py [--results bench/gpu/results] [--trees bench/gpu/trees]
       [--base bench/gpu/results/calibrated_profile.json] [--eqfuse build/tools/eqfuse]
@@ -48,30 +57,37 @@ MIN_MS = 0.050  # kernels shorter than this are mostly launch overhead
 
 def measured_kernels(results):
     """(model, batch, kernel name) -> (stage kinds, measured ms), (model, batch) -> the
-    CUDA-graph replay, model -> the number of stages measured, and model -> the measured
-    tree's kernels where the results carry them (run.py's "plan"), from the merged results."""
-    out, graphs, stages, plans = {}, {}, {}, {}
+    CUDA-graph replay, model -> the number of stages measured, model -> the measured tree's
+    kernels where the results carry them (run.py's "plan"), (model, batch) -> each stage's
+    measured ms, and model -> whether its trees printed cuBLASLt's epilogues, from the merged
+    results."""
+    out, graphs, stages, plans, stage_ms, lt_by_model = {}, {}, {}, {}, {}, {}
     with open(os.path.join(results, "gpu.json")) as f:
         merged = json.load(f)
     for row in merged["cost_model"]["kernels"]:
         out[(row["model"], row["batch"], row["kernel"])] = (row["class"], row["measured_ms"])
     for part in merged["parts"]:
+        lt = "trees_commit" in part  # trees since stop 32 print cuBLASLt's epilogues
         for m in part["models"]:
+            lt_by_model[m["model"]] = lt
             if m.get("plan"):
                 plans[m["model"]] = m["plan"]
             for b in (1, 64):
                 r = m.get(f"b{b}")
                 if isinstance(r, dict) and "graph_replay_ms" in r["generic"]:
-                    graphs[(m["model"], b)] = r["generic"]["graph_replay_ms"]
+                    graphs[(m["model"], b)] = (r["generic"]["graph_replay_ms"],
+                                               r["generic"].get("median_ms"))
                 if isinstance(r, dict) and "stage_ms" in r["generic"]:
                     stages[m["model"]] = len(r["generic"]["stage_ms"])
-    return out, graphs, stages, plans
+                    stage_ms[(m["model"], b)] = r["generic"]["stage_ms"]
+    return out, graphs, stages, plans, stage_ms, lt_by_model
 
 
-def predictions(eqfuse, trees, model, profile, scratch, graphs):
-    """(kernel name -> {batch: predicted ms}, number of stages) for `model` priced with
-    `profile`, compiled the way prepare.sh compiled its tree (from graphs/MODEL.onnx, not
-    optimized again, where `graphs` is given)."""
+def predictions(eqfuse, trees, model, profile, scratch, graphs, lt):
+    """(kernel name -> {batch: predicted ms}, number of stages, kernel name -> its stages,
+    stage index -> (form, {batch: predicted ms})) for `model` priced with `profile`, compiled
+    the way prepare.sh compiled its tree (from graphs/MODEL.onnx, not optimized again, where
+    `graphs` is given; without cuBLASLt's epilogues unless `lt`)."""
     with open(os.path.join(trees, f"{model}.compile.json")) as f:
         compiled = json.load(f)
     src = compiled["model"]
@@ -81,6 +97,8 @@ def predictions(eqfuse, trees, model, profile, scratch, graphs):
     if graphs:
         src = os.path.join(graphs, f"{model}.onnx")
         flags.append("--no-optimize")
+    if not lt:
+        flags.append("--no-cublaslt")
     out = os.path.join(scratch, model)
     subprocess.run([eqfuse, "compile", src, "--target", "cuda", "--out", out, "--device", profile]
                    + flags, check=True, capture_output=True, text=True)
@@ -89,18 +107,25 @@ def predictions(eqfuse, trees, model, profile, scratch, graphs):
     composition = {k["name"]: [[s["kind"], s["op"], s["type"]] for s in k["stages"]]
                    for k in kernels}
     with open(os.path.join(out, "predictions.json")) as f:
-        return ({k["name"]: {int(b): ms for b, ms in k["predicted_ms"].items()}
-                 for k in json.load(f)["kernels"]},
-                sum(len(k["stages"]) for k in kernels), composition)
+        pred = json.load(f)["kernels"]
+    stages = {st["index"]: (st["form"], {int(b): ms for b, ms in st["predicted_ms"].items()})
+              for k in pred for st in k.get("stages", [])}
+    return ({k["name"]: {int(b): ms for b, ms in k["predicted_ms"].items()} for k in pred},
+            sum(len(k["stages"]) for k in kernels), composition, stages)
 
 
-def price_all(eqfuse, trees, models, profile, scratch, graphs, measured_stages, plans):
-    """model -> kernel name -> {batch: ms}, for the models whose plan has the stages the run
-    measured; where the results carry the measured tree's kernels, only the kernels made of the
-    same stages."""
-    priced = {}
+def price_all(eqfuse, trees, models, profile, scratch, graphs, measured_stages, plans, lt):
+    """model -> kernel name -> {batch: ms}, and model -> stage index -> (form, {batch: ms}), for
+    the models whose plan has the stages the run measured; where the results carry the measured
+    tree's kernels, only the kernels made of the same stages, and where they carry the stages'
+    forms, only the stages of the same form; `lt`: model -> whether its trees printed
+    cuBLASLt's epilogues."""
+    priced, priced_stages = {}, {}
     for m in models:
-        kernels, stages, composition = predictions(eqfuse, trees, m, profile, scratch, graphs)
+        measured_forms = {i: f for k in plans.get(m, []) for i, f in
+                          zip(stage_indices(plans[m], k), k.get("forms") or [])}
+        kernels, stages, composition, stage_pred = predictions(eqfuse, trees, m, profile, scratch,
+                                                               graphs, lt.get(m, True))
         if measured_stages.get(m, stages) != stages:
             print(f"{m}: left out, its plan has {stages} stages and the run measured "
                   f"{measured_stages[m]} (another optimizer; see --graphs)", file=sys.stderr)
@@ -112,7 +137,31 @@ def price_all(eqfuse, trees, models, profile, scratch, graphs, measured_stages, 
                       f"of other stages than the run measured", file=sys.stderr)
             kernels = {k: v for k, v in kernels.items() if k in same}
         priced[m] = kernels
-    return priced
+        priced_stages[m] = {i: p for i, p in stage_pred.items()
+                            if measured_forms.get(i) in (None, p[0])}
+    return priced, priced_stages
+
+
+def stage_indices(plan, kernel):
+    """The stage indices of `kernel` in a run.py plan (its kernels' stages in order)."""
+    first = 0
+    for k in plan:
+        if k is kernel:
+            return range(first, first + len(k["stages"]))
+        first += len(k["stages"])
+    return range(0)
+
+
+def stage_errors(stage_ms, priced_stages):
+    """Mean |error| per stage form (both batches), over stages measured and predicted above
+    zero (an epilogue another stage computes is measured as nothing)."""
+    by_form = {}
+    for (model, batch), times in stage_ms.items():
+        for i, (form, ms) in priced_stages.get(model, {}).items():
+            p = ms.get(batch)
+            if p and i < len(times) and times[i] > 0:
+                by_form.setdefault(form, []).append(abs(p - times[i]) / times[i])
+    return {f: (sum(e) / len(e), len(e)) for f, e in sorted(by_form.items())}
 
 
 def errors(measured, graphs, priced):
@@ -123,10 +172,11 @@ def errors(measured, graphs, priced):
         if p is not None and ms > 0:
             by_class.setdefault(cls, []).append(abs(p - ms) / ms)
     per_model = {}
-    for (model, batch), ms in graphs.items():
+    for (model, batch), (replay, launches) in graphs.items():
         if model in priced:
             total = sum(k.get(batch, 0) for k in priced[model].values())
-            per_model[f"{model} b{batch}"] = (total - ms) / ms
+            per_model[f"{model} b{batch}"] = ((total - replay) / replay,
+                                              launches and (total - launches) / launches)
     return ({c: sum(e) / len(e) for c, e in sorted(by_class.items())}, per_model)
 
 
@@ -139,7 +189,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results", "refitted_profile.json"))
     ap.add_argument("--graphs", help="optimized graphs of the measured trees, DIR/MODEL.onnx")
     args = ap.parse_args()
-    measured, graphs, measured_stages, plans = measured_kernels(args.results)
+    measured, graphs, measured_stages, plans, stage_ms, lt = measured_kernels(args.results)
     models = sorted({m for m, _, _ in measured}
                     & {m for m in os.listdir(args.trees) if not os.path.isfile(
                         os.path.join(args.trees, m))})
@@ -152,8 +202,8 @@ def main():
     with open(base_file, "w") as f:
         json.dump(base, f)
     print(f"pricing {len(models)} models with the base profile", file=sys.stderr)
-    before = price_all(args.eqfuse, args.trees, models, base_file, scratch, args.graphs,
-                       measured_stages, plans)
+    before, before_stages = price_all(args.eqfuse, args.trees, models, base_file, scratch,
+                                      args.graphs, measured_stages, plans, lt)
 
     # The factors, from the large batch's long kernels.
     def kind_of(cls):
@@ -177,8 +227,27 @@ def main():
         samples[kind].append({"model": model, "kernel": kernel, "class": cls, "measured_ms": ms,
                               "predicted_ms": p,
                               "ratio": (p - launch_ms) / max(ms - launch_ms, 1e-9)})
+    # Attention from its stages at the large batch that are mostly work (at least 4 launches);
+    # a library call's fixed cost from the library stages whose arithmetic and traffic are under
+    # half their time, at both batches: the median of measured minus that roofline.
+    call_ms = base.get("library_call_us", base["launch_overhead_us"]) * 1e-3
+    samples["attention"], calls = [], []
+    for (model, batch), times in stage_ms.items():
+        for i, (form, ms) in before_stages.get(model, {}).items():
+            p = ms.get(batch)
+            if p is None or i >= len(times):
+                continue
+            row = {"model": model, "batch": batch, "stage": i, "form": form,
+                   "measured_ms": times[i], "predicted_ms": p}
+            if form.startswith("attention") and batch == 64 and times[i] >= 4 * launch_ms:
+                row["ratio"] = (p - launch_ms) / max(times[i] - launch_ms, 1e-9)
+                samples["attention"].append(row)
+            elif form in ("cublas", "cublaslt") and p - call_ms < times[i] / 2:
+                row["call_ms"] = times[i] - (p - call_ms)
+                calls.append(row)
     eff = dict(base["efficiency"])
     eff.setdefault("convolution", eff["contraction"])
+    eff.setdefault("attention", eff["contraction"])
     fitted = {}
     for kind, rows in samples.items():
         if rows:
@@ -190,31 +259,52 @@ def main():
     refit["name"] = base["name"] + "-refit"
     refit["description"] = base["description"] + ", refitted to eqfuse's generated kernels"
     refit["efficiency"] = eff
+    if calls:
+        call_us = statistics.median(c["call_ms"] for c in calls) * 1e3
+        fitted["library_call_us"] = {"stages": len(calls), "before": call_ms * 1e3,
+                                     "after": call_us}
+        refit["library_call_us"] = call_us
+    samples["library_call"] = calls
     refit["sources"] = base.get("sources", []) + [
-        "bench/gpu/refit_profile.py: efficiency.convolution, .contraction and .bandwidth fitted to "
-        "the per-stage times of eqfuse's generated kernels at batch 64 (bench/gpu/results)"]
+        "bench/gpu/refit_profile.py: efficiency.convolution, .contraction, .bandwidth and "
+        ".attention and library_call_us fitted to the per-stage times of eqfuse's generated "
+        "kernels (bench/gpu/results)"]
     with open(args.out, "w") as f:
         json.dump(refit, f, indent=1)
     print(f"pricing {len(models)} models with the refitted profile", file=sys.stderr)
-    after = price_all(args.eqfuse, args.trees, models, args.out, scratch, args.graphs,
-                      measured_stages, plans)
+    after, after_stages = price_all(args.eqfuse, args.trees, models, args.out, scratch,
+                                    args.graphs, measured_stages, plans, lt)
 
     b_class, b_model = errors(measured, graphs, before)
     a_class, a_model = errors(measured, graphs, after)
+    b_form, a_form = stage_errors(stage_ms, before_stages), stage_errors(stage_ms, after_stages)
     refit["refit"] = {"fitted": fitted, "samples": samples,
                       "mean_abs_error_by_class": {"before": b_class, "after": a_class},
+                      "mean_abs_error_by_stage_form": {"before": b_form, "after": a_form},
                       "model_error_vs_graph_replay": {"before": b_model, "after": a_model}}
     with open(args.out, "w") as f:
         json.dump(refit, f, indent=1)
     for kind, v in fitted.items():
+        if kind == "library_call_us":
+            print(f"library_call_us: {v['before']:.1f} -> {v['after']:.1f} "
+                  f"({v['stages']} library stages)")
+            continue
+        what = "stages" if kind == "attention" else "kernels"
         print(f"efficiency.{kind}: {v['before']:.3f} -> {v['after']:.3f} "
-              f"({v['kernels']} kernels, median ratio {v['median_ratio']:.3f})")
+              f"({v['kernels']} {what}, median ratio {v['median_ratio']:.3f})")
+    print("\n| stage form | stages | mean abs error, base | refitted |\n|---|---|---|---|")
+    for f in b_form:
+        print(f"| {f} | {b_form[f][1]} | {b_form[f][0]:.0%} | "
+              f"{a_form.get(f, (float('nan'), 0))[0]:.0%} |")
     print("\n| kernel class | kernels' mean abs error, base | refitted |\n|---|---|---|")
     for c in b_class:
         print(f"| {c} | {b_class[c]:.0%} | {a_class.get(c, float('nan')):.0%} |")
-    print("\n| model, batch | whole run vs CUDA-graph replay, base | refitted |\n|---|---|---|")
+    print("\n| model, batch | whole run vs CUDA-graph replay, base | refitted | vs launch by "
+          "launch, base | refitted |\n|---|---|---|---|---|")
+    nan = (float("nan"), float("nan"))
     for m in b_model:
-        print(f"| {m} | {b_model[m]:+.0%} | {a_model.get(m, float('nan')):+.0%} |")
+        print(f"| {m} | {b_model[m][0]:+.0%} | {a_model.get(m, nan)[0]:+.0%} | "
+              f"{b_model[m][1]:+.0%} | {a_model.get(m, nan)[1]:+.0%} |")
 
 
 if __name__ == "__main__":

@@ -243,14 +243,16 @@ def eqfuse_model(trees, nvcc, arch, name, large, record, deadline):
 
 
 def plan_summary(tree):
-    """Each kernel of the tree and its stages (kind, op, type), in stage order: what the times
-    were measured on, so that refit_profile.py can check that it prices the same kernels."""
+    """Each kernel of the tree and its stages (kind, op, type), in stage order, with each stage's
+    form (how the CUDA code ran it): what the times were measured on, so that refit_profile.py
+    can check that it prices the same kernels in the same forms."""
     try:
         with open(os.path.join(tree, "plan.json")) as f:
             plan = json.load(f)
     except (OSError, ValueError):
         return None
-    return [{"name": k["name"], "stages": [[s["kind"], s["op"], s["type"]] for s in k["stages"]]}
+    return [{"name": k["name"], "stages": [[s["kind"], s["op"], s["type"]] for s in k["stages"]],
+             "forms": [s.get("form") for s in k["stages"]]}
             for k in plan.get("kernels", [])]
 
 
@@ -522,8 +524,9 @@ def merge(args):
 
 def cost_model_check(args, merged):
     """Predicted (predictions.json) against measured (the generic build's per-stage times, summed
-    per kernel through plan.json) time per kernel, at batch 1 and 64; the error per kernel class."""
-    rows = []
+    per kernel through plan.json) time per kernel, at batch 1 and 64; the error per kernel class;
+    and the same per stage, with the error per stage form."""
+    rows, stage_rows = [], []
     for part in merged["parts"]:
         for m in part["models"]:
             tree = os.path.join(args.trees, m["model"])
@@ -544,6 +547,14 @@ def cost_model_check(args, merged):
                     p = pred.get(k["name"], {}).get("predicted_ms", {}).get(str(b))
                     if p is None or measured <= 0:
                         continue
+                    stage_pred = {st["index"]: st for st in pred.get(k["name"], {}).get("stages", [])}
+                    for s in k["stages"]:
+                        sp = stage_pred.get(s["index"], {}).get("predicted_ms", {}).get(str(b))
+                        if sp is None or s["index"] >= len(stage_ms):
+                            continue
+                        stage_rows.append({"model": m["model"], "batch": b, "stage": s["index"],
+                                           "form": s.get("form"), "predicted_ms": sp,
+                                           "measured_ms": stage_ms[s["index"]]})
                     kinds = sorted({s["kind"] for s in k["stages"]})
                     rows.append({"model": m["model"], "batch": b, "kernel": k["name"],
                                  "class": "+".join(kinds), "predicted_ms": p, "measured_ms": measured,
@@ -552,7 +563,14 @@ def cost_model_check(args, merged):
     for row in rows:
         by_class.setdefault(row["class"], []).append(abs(row["error"]))
     summary = {c: {"kernels": len(e), "mean_abs_error": sum(e) / len(e)} for c, e in by_class.items()}
-    return {"kernels": rows, "by_class": summary,
+    by_form = {}
+    for row in stage_rows:  # a stage another computes (an epilogue) was measured as nothing
+        if row["measured_ms"] > 0 and row["predicted_ms"] > 0:
+            e = (row["predicted_ms"] - row["measured_ms"]) / row["measured_ms"]
+            by_form.setdefault(row["form"], []).append(abs(e))
+    return {"kernels": rows, "by_class": summary, "stages": stage_rows,
+            "by_form": {f: {"stages": len(e), "mean_abs_error": sum(e) / len(e)}
+                        for f, e in by_form.items()},
             "refit_needed": [c for c, s in summary.items() if s["mean_abs_error"] > 0.25]}
 
 

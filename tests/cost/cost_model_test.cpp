@@ -198,13 +198,22 @@ TEST_CASE("a small library GEMM is priced in tiles small enough to give the SMs 
   for (const auto& f : test::published_figures()) {
     INFO(f.name);
     // 256 x 256: 4 tiles of 128x128, 8 of 128x64, 16 of 64x64, all fewer than the SMs: the
-    // smallest.
+    // smallest. With k = 256, one slice of k: 16 tiles.
     auto g = one_node(&test_ops().matmul, "MatMul",
-                      {type(DType::f16, {256, 4096}), type(DType::f16, {4096, 256})},
+                      {type(DType::f16, {256, 256}), type(DType::f16, {256, 256})},
                       {type(DType::f16, {256, 256})});
     cost::NodeCost c = model_for(f).node_cost(g->graph, g->node());
     CHECK(c.compute_seconds ==
-          Approx(2.0 * 256 * 256 * 4096 / (f.fp16_tflops * 1e12 * f.eff_contraction * 16 / f.sms)));
+          Approx(2.0 * 256 * 256 * 256 / (f.fp16_tflops * 1e12 * f.eff_contraction * 16 / f.sms)));
+    // k = 4096 splits in 16 slices of 256, as far as the SMs take them: 16 x min(16, SMs / 16)
+    // tiles.
+    auto deep = one_node(&test_ops().matmul, "MatMul",
+                         {type(DType::f16, {256, 4096}), type(DType::f16, {4096, 256})},
+                         {type(DType::f16, {256, 256})});
+    const long tiles = 16 * std::min<long>(16, f.sms / 16);
+    CHECK(model_for(f).node_cost(deep->graph, deep->node()).compute_seconds ==
+          Approx(2.0 * 256 * 256 * 4096 /
+                 (f.fp16_tflops * 1e12 * f.eff_contraction * wave_of(tiles, f.sms))));
   }
 }
 

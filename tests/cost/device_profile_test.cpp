@@ -79,6 +79,26 @@ TEST_CASE("a profile loads from a file and round-trips through JSON", "[cost]") 
   CHECK(p.to_json() == builtin.to_json());
 }
 
+TEST_CASE("a library call's cost and attention's efficiency default to launch and contraction",
+          "[cost]") {
+  nlohmann::json j = h200_json();
+  DeviceProfile p = DeviceProfile::from_json(j, "test");
+  CHECK(p.library_call_overhead == Approx(p.launch_overhead));
+  CHECK(p.efficiency.attention == Approx(p.efficiency.contraction));
+  j["library_call_us"] = 11;
+  j["efficiency"]["attention"] = 0.07;
+  p = DeviceProfile::from_json(j, "test");
+  CHECK(p.library_call_overhead == Approx(11e-6));
+  CHECK(p.efficiency.attention == Approx(0.07));
+  CHECK(DeviceProfile::from_json(p.to_json(), "again").to_json() == p.to_json());
+  j["efficiency"]["attention"] = 1.5;
+  CHECK_THROWS_WITH(DeviceProfile::from_json(j, "test"),
+                    Catch::Contains("efficiency.attention") && Catch::Contains("at most 1"));
+  j["efficiency"]["attention"] = 0.07;
+  j["library_call_us"] = -1;
+  CHECK_THROWS_WITH(DeviceProfile::from_json(j, "test"), Catch::Contains("library_call_us"));
+}
+
 TEST_CASE("unknown devices and unreadable files are clear errors", "[cost]") {
   CHECK_THROWS_WITH(DeviceProfile::load_builtin("v100"),
                     Catch::Contains("unknown device 'v100'") && Catch::Contains("h200"));

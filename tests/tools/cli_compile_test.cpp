@@ -2,6 +2,7 @@
 // compiler and its bench matches the model's test data; bad input is refused by name.
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "tests/frontend/model_builder.h"
@@ -53,6 +54,40 @@ TEST_CASE("a compiled C++ tree builds alone and matches the test data", "[tools]
   auto b = build_and_bench(tree, example("mlp") / "test_data_set_0");
   CHECK(b["match"] == true);
   CHECK(b["checked"].size() == 1);
+}
+
+TEST_CASE("a CUDA tree names each stage's form and prices each stage in it", "[tools][compile]") {
+  fs::path dir = fresh_dir("compile_forms");
+  for (bool lt : {true, false}) {
+    fs::path tree = dir / (lt ? "lt" : "plain");
+    std::vector<std::string> args = {"compile", (example("mlp") / "model.onnx").string(), "--out",
+                                     tree.string()};
+    if (!lt) args.push_back("--no-cublaslt");
+    Result r = run_eqfuse(args);
+    INFO(describe(args, r));
+    REQUIRE(r.code == 0);
+    std::ifstream plan_file(tree / "plan.json"), pred_file(tree / "predictions.json");
+    const auto plan = nlohmann::json::parse(plan_file);
+    const auto pred = nlohmann::json::parse(pred_file);
+    std::map<size_t, std::string> forms;
+    for (const auto& k : plan["kernels"])
+      for (const auto& s : k["stages"]) forms[s["index"].get<size_t>()] = s["form"];
+    size_t priced = 0, library = 0;
+    for (const auto& k : pred["kernels"]) {
+      double sum = 0;
+      for (const auto& s : k["stages"]) {
+        CHECK(s["form"] == forms.at(s["index"].get<size_t>()));
+        sum += s["predicted_ms"]["64"].get<double>();
+        ++priced;
+        library += s["form"] == "cublas" || s["form"] == "cublaslt";
+        if (!lt) CHECK(s["form"] != "cublaslt");
+      }
+      CHECK(k["predicted_ms"]["64"].get<double>() == Approx(sum));
+      CHECK(k["optimizer_ms"]["64"].get<double>() > 0);
+    }
+    CHECK(priced == forms.size());  // every stage, once
+    CHECK(library >= 1);            // the MLP's products
+  }
 }
 
 TEST_CASE("eqfuse run --backend cpu runs the C++ twin", "[tools][compile]") {
