@@ -366,6 +366,7 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
                     0, std::nullopt};
     if (merged_stage_ == index) {
       forms[index].by = index - 1;
+      if (forms[index - 1].name == "cblas or loops") forms[index].name = "epilogue or loops";
       merged_stage_.reset();
     }
     if (s.written_by_producers)

@@ -103,7 +103,8 @@ struct StageForm {
   // "pointwise", "thread rows", "warp rows", "block rows", "pool", "copy", "gemm elements",
   // "cublas", "cublaslt", "conv tiles", "conv direct" (either with " or cudnn": chosen at run
   // time where the tree is built with cuDNN), "attention", "attention mma", "epilogue",
-  // "producers"; the C++ twin's stages: "loops" (or "cblas or loops").
+  // "producers"; the C++ twin's stages: "loops", "cblas or loops" (CBLAS where built with it),
+  // "epilogue", "epilogue or loops" (its own loops after CBLAS).
   std::string name;
   int kernels = 1;
   std::optional<size_t> by;  // Elsewhere: the stage that computes it (none: its producers)

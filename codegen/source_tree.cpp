@@ -27,7 +27,7 @@ bool weights_available(const KernelPlan& plan) {
   return true;
 }
 
-std::string cmake_text(const TreeOptions& o) {
+std::string cmake_text(const TreeOptions& o, bool cublaslt) {
   if (o.target == Target::Cpu)
     return R"(cmake_minimum_required(VERSION 3.18)
 project(eqfuse_model LANGUAGES CXX)
@@ -74,7 +74,7 @@ if(NOT CMAKE_CUDA_ARCHITECTURES)
 endif()
 find_package(CUDAToolkit REQUIRED)
 add_library(eqfuse_model SHARED kernels.cu)
-target_link_libraries(eqfuse_model PRIVATE CUDA::cublas CUDA::cublasLt)
+target_link_libraries(eqfuse_model PRIVATE CUDA::cublas{})
 # Convolutions may also run through cuDNN, where it is found (CUDNN_ROOT, else beside the CUDA
 # toolkit): each then takes the faster of cuDNN and its own kernels, timed at its first run of
 # each shape (EQFUSE_CONV=kernels|cudnn forces one; EQFUSE_CONV_REPORT=1 prints the choices).
@@ -97,7 +97,7 @@ endif()
 add_executable(bench bench.cu)
 target_link_libraries(bench PRIVATE eqfuse_model)
 )",
-                     arch);
+                     arch, cublaslt ? " CUDA::cublasLt" : "");
 }
 
 nlohmann::json plan_json(const KernelPlan& plan, Target target) {
@@ -105,6 +105,7 @@ nlohmann::json plan_json(const KernelPlan& plan, Target target) {
   const std::vector<StageForm> forms = stage_forms(plan, target);
   nlohmann::json j;
   j["dims"] = plan.dims;
+  j["cublaslt"] = plan.cublaslt;  // PlanOptions::cublaslt
   nlohmann::json kernels = nlohmann::json::array();
   for (const Step& s : plan.steps) {
     nlohmann::json stages = nlohmann::json::array();
@@ -143,7 +144,7 @@ TreeReport write_source_tree(const KernelPlan& plan, const fs::path& dir,
                                          ".\n#include <stdint.h>\n\n" +
                                          kernel_api_text(options.target));
   write_file(dir / (cuda ? "bench.cu" : "bench.cpp"), bench_source_text());
-  write_file(dir / "CMakeLists.txt", cmake_text(options));
+  write_file(dir / "CMakeLists.txt", cmake_text(options, plan.cublaslt));
   write_file(dir / "plan.json", plan_json(plan, options.target).dump(1) + "\n");
   TreeReport r;
   r.stages = plan.stages.size();

@@ -411,6 +411,16 @@ CalibrationResult calibrate(const DeviceProfile* base_or_null) {
   result.notes.push_back(
       "efficiency.convolution kept from the base profile (calibration times library GEMMs; "
       "convolutions are fitted from a benchmark's kernels, bench/gpu/refit_profile.py)");
+  // A base without a library call's cost or attention's efficiency of its own took the launch
+  // overhead's and the contraction's (device_profile.h): they follow the fitted ones.
+  if (base.library_call_overhead == base.launch_overhead)
+    p.library_call_overhead = p.launch_overhead;
+  if (base.efficiency.attention == base.efficiency.contraction)
+    p.efficiency.attention = p.efficiency.contraction;
+  result.notes.push_back(
+      "library_call_us and efficiency.attention follow the fitted launch overhead and "
+      "contraction unless the base gives its own (fitted from a benchmark's stages, "
+      "bench/gpu/refit_profile.py)");
 
   p.name = base.name + "-calibrated";
   p.description = base.description + " (calibrated on " + result.gpu_name + ")";

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -45,7 +46,8 @@ struct CompileArgs {
 // The cost model's time for each kernel (top-level node) at batch 1 and 64 (every run-time dim
 // bound to that size) at the plan's precision, so a GPU run's per-stage times (bench/gpu/run.py)
 // check the model: each stage in the form the CUDA printer chose (tools/stage_costs.h), a
-// kernel the sum of its stages, and beside it what the optimizer's model said of the kernel.
+// kernel (a step of the plan) the sum of its stages, of which `fixed_ms` is launches and library
+// calls, and beside it what the optimizer's model said of the kernel.
 void write_predictions(const ir::Graph& graph, const codegen::KernelPlan& plan,
                        const std::string& device, const fs::path& file) {
   const std::vector<int64_t> sizes = {1, 64};
@@ -60,33 +62,40 @@ void write_predictions(const ir::Graph& graph, const codegen::KernelPlan& plan,
     node_costs.push_back(cost::CostModel(profile, o).graph_cost(graph));
     costs.push_back(stage_costs(plan, forms, profile, b));
   }
+  // The optimizer's figure of each graph node, by its first output (graph_cost lists nodes in
+  // graph order); a step without a node (a copy the plan adds) has none.
+  std::map<std::string, size_t> node_of;
+  for (size_t i = 0; i < graph.nodes().size(); ++i)
+    node_of[graph.value(graph.nodes()[i].outputs[0]).name] = i;
   nlohmann::json kernels = nlohmann::json::array();
-  for (size_t i = 0; i < graph.nodes().size(); ++i) {  // graph_cost lists nodes in graph order
-    const ir::Node& n = graph.nodes()[i];
-    const std::string name = graph.value(n.outputs[0]).name;
-    nlohmann::json ms = nlohmann::json::object(), node_ms = nlohmann::json::object();
-    nlohmann::json stages = nlohmann::json::array();
-    auto step = std::find_if(plan.steps.begin(), plan.steps.end(),
-                             [&](const codegen::Step& s) { return s.name == name; });
+  for (const codegen::Step& step : plan.steps) {
+    auto node = node_of.find(step.name);
+    nlohmann::json ms = nlohmann::json::object(), fixed = nlohmann::json::object(),
+                   node_ms = nlohmann::json::object(), stages = nlohmann::json::array();
     for (size_t k = 0; k < sizes.size(); ++k) {
-      double total = 0;
-      if (step != plan.steps.end())
-        for (size_t st : step->stages) total += costs[k][st].ms();
-      ms[std::to_string(sizes[k])] = total;
-      node_ms[std::to_string(sizes[k])] = node_costs[k].nodes[i].cost.ms();
-    }
-    if (step != plan.steps.end())
-      for (size_t st : step->stages) {
-        nlohmann::json stage_ms = nlohmann::json::object();
-        for (size_t k = 0; k < sizes.size(); ++k)
-          stage_ms[std::to_string(sizes[k])] = costs[k][st].ms();
-        stages.push_back({{"index", st}, {"form", forms[st].name}, {"predicted_ms", stage_ms}});
+      const std::string b = std::to_string(sizes[k]);
+      double total = 0, overhead = 0;
+      for (size_t st : step.stages) {
+        total += costs[k][st].ms();
+        overhead += costs[k][st].launch_seconds * 1e3;
       }
-    kernels.push_back({{"name", name},
-                       {"op", n.op_type},
-                       {"predicted_ms", ms},
-                       {"stages", stages},
-                       {"optimizer_ms", node_ms}});
+      ms[b] = total;
+      fixed[b] = overhead;
+      node_ms[b] = node == node_of.end() ? 0.0 : node_costs[k].nodes[node->second].cost.ms();
+    }
+    for (size_t st : step.stages) {
+      nlohmann::json stage_ms = nlohmann::json::object();
+      for (size_t k = 0; k < sizes.size(); ++k)
+        stage_ms[std::to_string(sizes[k])] = costs[k][st].ms();
+      stages.push_back({{"index", st}, {"form", forms[st].name}, {"predicted_ms", stage_ms}});
+    }
+    kernels.push_back(
+        {{"name", step.name},
+         {"op", node == node_of.end() ? step.label : graph.nodes()[node->second].op_type},
+         {"predicted_ms", ms},
+         {"fixed_ms", fixed},
+         {"stages", stages},
+         {"optimizer_ms", node_ms}});
   }
   std::ofstream out(file);
   out << nlohmann::json{{"device", device}, {"kernels", kernels}}.dump(1) << "\n";

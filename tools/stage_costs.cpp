@@ -33,14 +33,18 @@ std::vector<cost::NodeCost> stage_costs(const codegen::KernelPlan& plan,
       if (!(form.runs == Runs::Elsewhere && s.last_read_at_own_element == v)) bytes += bytes_of(v);
     if (form.runs == Runs::Elsewhere) {
       // Its other reads are the storing stage's; a Concat its producers wrote costs nothing.
+      // The storing stage writes this stage's output in place of its own.
       if (form.by) {
         cost::NodeCost& host = costs.at(*form.by);
+        bytes += bytes_of(s.output) - bytes_of(plan.stages.at(*form.by).output);
         host.bytes += bytes;
         host.memory_seconds += model.kernel_cost(0, bytes, device.fp32, 1.0).memory_seconds;
       }
       continue;
     }
     bytes += bytes_of(s.output);
+    // A kernel after a library call (a Gemm's C term) reads and writes the output again.
+    if (form.runs == Runs::Library) bytes += 2.0 * form.kernels * bytes_of(s.output);
     const cost::NodeCost op = node_cost(s.node);
     double flops = op.flops, compute = op.compute_seconds;
     bytes += op.reread_bytes;

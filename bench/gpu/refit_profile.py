@@ -14,11 +14,16 @@ mostly launch and event overhead), from the kernels whose prediction is at least
   efficiency.contraction  kernels with a MatMul/Gemm stage and no Conv or attention stage
   efficiency.bandwidth    kernels of pointwise and row stages only
                           (each: factor x the median over the class's kernels of
-                           (predicted - launch) / (measured - launch), kernels of at least 50 us)
-  efficiency.attention    attention stages at the large batch of at least 4 launches, the same
+                           (predicted - fixed) / (measured - fixed), kernels of at least 50 us)
+  efficiency.attention    attention stages at the large batch measured at 4 launches or more:
+                          factor x the median of (predicted - launch) / (measured - launch)
   library_call_us         the median over cuBLAS and cuBLASLt stages (both batches) whose
                           arithmetic and traffic are under half their time of measured minus that
                           roofline: what a library call costs launch by launch
+
+The library call's cost and attention come from the base's stage prices; the three factors
+after, from prices with that cost, each kernel's launches and calls ("fixed_ms" in
+predictions.json) left out of both sides of its ratio instead of one launch.
 
 The launch overhead stays the base's (calibrate measures it without the profiler's events).
 Then it prices every model again with the base and with the refitted profile and prints the
@@ -85,7 +90,8 @@ def measured_kernels(results):
 
 def predictions(eqfuse, trees, model, profile, scratch, graphs, lt):
     """(kernel name -> {batch: predicted ms}, number of stages, kernel name -> its stages,
-    stage index -> (form, {batch: predicted ms})) for `model` priced with `profile`, compiled
+    stage index -> (form, {batch: predicted ms}), kernel name -> {batch: ms of its launches and
+    library calls}) for `model` priced with `profile`, compiled
     the way prepare.sh compiled its tree (from graphs/MODEL.onnx, not optimized again, where
     `graphs` is given; without cuBLASLt's epilogues unless `lt`)."""
     with open(os.path.join(trees, f"{model}.compile.json")) as f:
@@ -110,22 +116,24 @@ def predictions(eqfuse, trees, model, profile, scratch, graphs, lt):
         pred = json.load(f)["kernels"]
     stages = {st["index"]: (st["form"], {int(b): ms for b, ms in st["predicted_ms"].items()})
               for k in pred for st in k.get("stages", [])}
+    fixed = {k["name"]: {int(b): ms for b, ms in k.get("fixed_ms", {}).items()} for k in pred}
     return ({k["name"]: {int(b): ms for b, ms in k["predicted_ms"].items()} for k in pred},
-            sum(len(k["stages"]) for k in kernels), composition, stages)
+            sum(len(k["stages"]) for k in kernels), composition, stages, fixed)
 
 
 def price_all(eqfuse, trees, models, profile, scratch, graphs, measured_stages, plans, lt):
-    """model -> kernel name -> {batch: ms}, and model -> stage index -> (form, {batch: ms}), for
+    """model -> kernel name -> {batch: ms}, model -> stage index -> (form, {batch: ms}), and
+    model -> kernel name -> {batch: ms of its launches and library calls}, for
     the models whose plan has the stages the run measured; where the results carry the measured
     tree's kernels, only the kernels made of the same stages, and where they carry the stages'
     forms, only the stages of the same form; `lt`: model -> whether its trees printed
     cuBLASLt's epilogues."""
-    priced, priced_stages = {}, {}
+    priced, priced_stages, fixed = {}, {}, {}
     for m in models:
         measured_forms = {i: f for k in plans.get(m, []) for i, f in
                           zip(stage_indices(plans[m], k), k.get("forms") or [])}
-        kernels, stages, composition, stage_pred = predictions(eqfuse, trees, m, profile, scratch,
-                                                               graphs, lt.get(m, True))
+        kernels, stages, composition, stage_pred, fixed[m] = predictions(
+            eqfuse, trees, m, profile, scratch, graphs, lt.get(m, True))
         if measured_stages.get(m, stages) != stages:
             print(f"{m}: left out, its plan has {stages} stages and the run measured "
                   f"{measured_stages[m]} (another optimizer; see --graphs)", file=sys.stderr)
@@ -136,10 +144,12 @@ def price_all(eqfuse, trees, models, profile, scratch, graphs, measured_stages, 
                 print(f"{m}: {len(kernels) - len(same)} of {len(kernels)} kernels left out, made "
                       f"of other stages than the run measured", file=sys.stderr)
             kernels = {k: v for k, v in kernels.items() if k in same}
+            kept = {i for k in plans[m] if k["name"] in same for i in stage_indices(plans[m], k)}
+            stage_pred = {i: p for i, p in stage_pred.items() if i in kept}
         priced[m] = kernels
         priced_stages[m] = {i: p for i, p in stage_pred.items()
                             if measured_forms.get(i) in (None, p[0])}
-    return priced, priced_stages
+    return priced, priced_stages, fixed
 
 
 def stage_indices(plan, kernel):
@@ -175,8 +185,9 @@ def errors(measured, graphs, priced):
     for (model, batch), (replay, launches) in graphs.items():
         if model in priced:
             total = sum(k.get(batch, 0) for k in priced[model].values())
-            per_model[f"{model} b{batch}"] = ((total - replay) / replay,
-                                              launches and (total - launches) / launches)
+            per_model[f"{model} b{batch}"] = (
+                (total - replay) / replay,
+                (total - launches) / launches if launches else float("nan"))
     return ({c: sum(e) / len(e) for c, e in sorted(by_class.items())}, per_model)
 
 
@@ -202,36 +213,15 @@ def main():
     with open(base_file, "w") as f:
         json.dump(base, f)
     print(f"pricing {len(models)} models with the base profile", file=sys.stderr)
-    before, before_stages = price_all(args.eqfuse, args.trees, models, base_file, scratch,
-                                      args.graphs, measured_stages, plans, lt)
+    before, before_stages, _ = price_all(args.eqfuse, args.trees, models, base_file, scratch,
+                                         args.graphs, measured_stages, plans, lt)
 
-    # The factors, from the large batch's long kernels.
-    def kind_of(cls):
-        kinds = set(cls.split("+"))
-        if "conv" in kinds:
-            return "convolution"
-        if "attention" in kinds:
-            return None  # CUDA-core attention: no factor of its own (reported, not fitted)
-        if kinds & {"matmul", "gemm"}:
-            return "contraction"
-        return "bandwidth"
-
-    samples = {"convolution": [], "contraction": [], "bandwidth": []}
-    for (model, batch, kernel), (cls, ms) in measured.items():
-        p = before.get(model, {}).get(kernel, {}).get(batch)
-        kind = kind_of(cls)
-        # A kernel whose prediction is mostly launch overhead says nothing of its class's
-        # throughput (the small GEMMs of the transformers: cuBLAS's fixed cost per call).
-        if batch != 64 or p is None or kind is None or ms < MIN_MS or p < 4 * launch_ms:
-            continue
-        samples[kind].append({"model": model, "kernel": kernel, "class": cls, "measured_ms": ms,
-                              "predicted_ms": p,
-                              "ratio": (p - launch_ms) / max(ms - launch_ms, 1e-9)})
     # Attention from its stages at the large batch that are mostly work (at least 4 launches);
     # a library call's fixed cost from the library stages whose arithmetic and traffic are under
     # half their time, at both batches: the median of measured minus that roofline.
     call_ms = base.get("library_call_us", base["launch_overhead_us"]) * 1e-3
-    samples["attention"], calls = [], []
+    samples = {"convolution": [], "contraction": [], "bandwidth": [], "attention": []}
+    calls = []
     for (model, batch), times in stage_ms.items():
         for i, (form, ms) in before_stages.get(model, {}).items():
             p = ms.get(batch)
@@ -245,26 +235,58 @@ def main():
             elif form in ("cublas", "cublaslt") and p - call_ms < times[i] / 2:
                 row["call_ms"] = times[i] - (p - call_ms)
                 calls.append(row)
-    eff = dict(base["efficiency"])
-    eff.setdefault("convolution", eff["contraction"])
-    eff.setdefault("attention", eff["contraction"])
-    fitted = {}
-    for kind, rows in samples.items():
-        if rows:
-            r = statistics.median(s["ratio"] for s in rows)
-            fitted[kind] = {"kernels": len(rows), "median_ratio": r,
-                            "before": eff[kind], "after": min(1.0, eff[kind] * r)}
-            eff[kind] = fitted[kind]["after"]
     refit = dict(base)
-    refit["name"] = base["name"] + "-refit"
-    refit["description"] = base["description"] + ", refitted to eqfuse's generated kernels"
-    refit["efficiency"] = eff
+    fitted = {}
     if calls:
         call_us = statistics.median(c["call_ms"] for c in calls) * 1e3
         fitted["library_call_us"] = {"stages": len(calls), "before": call_ms * 1e3,
                                      "after": call_us}
         refit["library_call_us"] = call_us
     samples["library_call"] = calls
+
+    # The factors, from the large batch's long kernels, priced with the library call's cost
+    # fitted: each kernel's launches and calls (its "fixed_ms") left out of both sides.
+    with open(args.out, "w") as f:
+        json.dump(refit, f, indent=1)
+    print(f"pricing {len(models)} models with the library call's cost", file=sys.stderr)
+    called, _, fixed = price_all(args.eqfuse, args.trees, models, args.out, scratch, args.graphs,
+                                 measured_stages, plans, lt)
+
+    def kind_of(cls):
+        kinds = set(cls.split("+"))
+        if "conv" in kinds:
+            return "convolution"
+        if "attention" in kinds:
+            return None  # fitted from its stages above
+        if kinds & {"matmul", "gemm"}:
+            return "contraction"
+        return "bandwidth"
+
+    for (model, batch, kernel), (cls, ms) in measured.items():
+        p = called.get(model, {}).get(kernel, {}).get(batch)
+        kind = kind_of(cls)
+        if batch != 64 or p is None or kind is None or ms < MIN_MS:
+            continue
+        f = fixed.get(model, {}).get(kernel, {}).get(batch, launch_ms)
+        # A kernel whose prediction is mostly launches and calls says nothing of its class's
+        # throughput.
+        if p - f < 3 * launch_ms:
+            continue
+        samples[kind].append({"model": model, "kernel": kernel, "class": cls, "measured_ms": ms,
+                              "predicted_ms": p, "fixed_ms": f,
+                              "ratio": (p - f) / max(ms - f, 1e-9)})
+    eff = dict(base["efficiency"])
+    eff.setdefault("convolution", eff["contraction"])
+    eff.setdefault("attention", eff["contraction"])
+    for kind, rows in samples.items():
+        if rows and kind != "library_call":
+            r = statistics.median(s["ratio"] for s in rows)
+            fitted[kind] = {"kernels": len(rows), "median_ratio": r,
+                            "before": eff[kind], "after": min(1.0, eff[kind] * r)}
+            eff[kind] = fitted[kind]["after"]
+    refit["name"] = base["name"] + "-refit"
+    refit["description"] = base["description"] + ", refitted to eqfuse's generated kernels"
+    refit["efficiency"] = eff
     refit["sources"] = base.get("sources", []) + [
         "bench/gpu/refit_profile.py: efficiency.convolution, .contraction, .bandwidth and "
         ".attention and library_call_us fitted to the per-stage times of eqfuse's generated "
@@ -272,8 +294,8 @@ def main():
     with open(args.out, "w") as f:
         json.dump(refit, f, indent=1)
     print(f"pricing {len(models)} models with the refitted profile", file=sys.stderr)
-    after, after_stages = price_all(args.eqfuse, args.trees, models, args.out, scratch,
-                                    args.graphs, measured_stages, plans, lt)
+    after, after_stages, _ = price_all(args.eqfuse, args.trees, models, args.out, scratch,
+                                       args.graphs, measured_stages, plans, lt)
 
     b_class, b_model = errors(measured, graphs, before)
     a_class, a_model = errors(measured, graphs, after)

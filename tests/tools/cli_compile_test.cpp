@@ -1,5 +1,6 @@
 // `eqfuse compile` and `eqfuse run --backend`: a generated C++ tree builds with only a C++
 // compiler and its bench matches the model's test data; bad input is refused by name.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
@@ -58,11 +59,15 @@ TEST_CASE("a compiled C++ tree builds alone and matches the test data", "[tools]
 
 TEST_CASE("a CUDA tree names each stage's form and prices each stage in it", "[tools][compile]") {
   fs::path dir = fresh_dir("compile_forms");
-  for (bool lt : {true, false}) {
-    fs::path tree = dir / (lt ? "lt" : "plain");
+  // As compiled; without cuBLASLt; at 16 bits, where copy stages round the model's input.
+  for (const char* variant : {"lt", "plain", "f16"}) {
+    const std::string v = variant;
+    const bool lt = v != "plain";
+    fs::path tree = dir / v;
     std::vector<std::string> args = {"compile", (example("mlp") / "model.onnx").string(), "--out",
                                      tree.string()};
     if (!lt) args.push_back("--no-cublaslt");
+    if (v == "f16") args.insert(args.end(), {"--precision", "f16"});
     Result r = run_eqfuse(args);
     INFO(describe(args, r));
     REQUIRE(r.code == 0);
@@ -83,10 +88,18 @@ TEST_CASE("a CUDA tree names each stage's form and prices each stage in it", "[t
         if (!lt) CHECK(s["form"] != "cublaslt");
       }
       CHECK(k["predicted_ms"]["64"].get<double>() == Approx(sum));
-      CHECK(k["optimizer_ms"]["64"].get<double>() > 0);
+      // A copy the plan adds is no node of the graph the optimizer priced.
+      CHECK((k["optimizer_ms"]["64"].get<double>() > 0) == (k["op"] != "copy"));
     }
     CHECK(priced == forms.size());  // every stage, once
     CHECK(library >= 1);            // the MLP's products
+    CHECK(plan["cublaslt"] == lt);
+    std::ifstream cmake(tree / "CMakeLists.txt");
+    const std::string text((std::istreambuf_iterator<char>(cmake)), {});
+    CHECK((text.find("CUDA::cublasLt") != std::string::npos) == lt);
+    if (v == "f16")
+      CHECK(std::count_if(forms.begin(), forms.end(),
+                          [](const auto& f) { return f.second == "copy"; }) >= 1);
   }
 }
 
