@@ -10,6 +10,7 @@ typedef signed char int8_t;
 typedef unsigned char uint8_t;
 typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
 #define INT64_C(c) c##LL
 #define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)
@@ -96,6 +97,21 @@ struct __align__(8) eqf_f16x4 {
   eqf_f16 v[4];
 };
 #endif
+
+// Index arithmetic: r % d, and r becomes r / d (r >= 0, d > 0), as an element's linear index
+// splits into its coordinates. In 32 bits wherever both fit, as they do in every tensor under
+// 2^32 elements: a 64-bit division, even by a constant, costs a GPU several times a 32-bit one,
+// and a build with a run-time batch cannot prove an index that small as one specialized can.
+EQF_FN int64_t eqf_divmod(int64_t* r, int64_t d) {
+  if ((((uint64_t)*r | (uint64_t)d) >> 32) == 0) {
+    const uint32_t x = (uint32_t)*r, y = (uint32_t)d, q = x / y;
+    *r = (int64_t)q;
+    return (int64_t)(x - q * y);
+  }
+  const int64_t q = *r / d, m = *r - q * d;
+  *r = q;
+  return m;
+}
 
 // Scalar ops (ir/scalar_expr.h), for float, double and int64_t.
 #define EQF_UNARY(name, f32, f64)                                       \

@@ -281,8 +281,7 @@ class Writer {
     for (size_t k = dims.size(); k-- > 1;) {
       if (one[k]) continue;
       std::string v = fresh("i");
-      line(fmt::format("const int64_t {} = {} % {};", v, r, dims[k]));
-      line(fmt::format("{} /= {};", r, dims[k]));
+      line(fmt::format("const int64_t {} = eqf_divmod(&{}, {});", v, r, dims[k]));
       idx[k] = v;
     }
     if (!one[0]) {
