@@ -520,6 +520,18 @@ def merge(args):
             print(f"\npart {part['part']}: the PyTorch process paid {startup['import_torch_s']:.2f} s "
                   f"importing torch and {startup['first_compile_s']:.2f} s on its first torch.compile "
                   "(a trivial function) before the first model")
+    cm = merged["cost_model"]
+    if cm["by_form"]:  # trees written since stop 33 price each stage
+        print("\n| cost model: stage form | stages | mean abs error |\n|---|---|---|")
+        for form, e in sorted(cm["by_form"].items(), key=lambda x: str(x[0])):
+            print(f"| {form} | {e['stages']} | {e['mean_abs_error']:.0%} |")
+    if cm["by_class"]:
+        print("\n| cost model: kernel class | kernels | mean abs error |\n|---|---|---|")
+        for cls, e in sorted(cm["by_class"].items()):
+            print(f"| {cls} | {e['kernels']} | {e['mean_abs_error']:.0%} |")
+        if cm["refit_needed"]:
+            print(f"\nover 25%: {', '.join(sorted(cm['refit_needed']))} "
+                  "(python3 bench/gpu/refit_profile.py, on the CPU machine)")
 
 
 def cost_model_check(args, merged):
