@@ -411,8 +411,9 @@ CalibrationResult calibrate(const DeviceProfile* base_or_null) {
   result.notes.push_back(
       "efficiency.convolution kept from the base profile (calibration times library GEMMs; "
       "convolutions are fitted from a benchmark's kernels, bench/gpu/refit_profile.py)");
-  // A base without a library call's cost or attention's efficiency of its own took the launch
-  // overhead's and the contraction's (device_profile.h): they follow the fitted ones.
+  // A base without a library call's cost or attention's efficiency of its own took exactly the
+  // launch overhead's and the contraction's (device_profile.h): they follow the fitted ones (as
+  // do ones a base sets to those same values).
   if (base.library_call_overhead == base.launch_overhead)
     p.library_call_overhead = p.launch_overhead;
   if (base.efficiency.attention == base.efficiency.contraction)

@@ -106,7 +106,8 @@ DeviceProfile DeviceProfile::from_json(const json& j, const std::string& origin)
   p.l2_bytes = r.positive("l2_mb") * 1024 * 1024;
   p.shared_memory_per_sm_bytes = r.positive("shared_memory_per_sm_kb") * 1024;
   p.launch_overhead = r.positive("launch_overhead_us") * 1e-6;
-  p.library_call_overhead = r.positive_or("library_call_us", p.launch_overhead * 1e6) * 1e-6;
+  p.library_call_overhead =
+      j.contains("library_call_us") ? r.positive("library_call_us") * 1e-6 : p.launch_overhead;
   if (j.contains("gemm_tile")) {
     const json& t = j["gemm_tile"];
     if (!t.is_array() || t.size() != 2 || !t[0].is_number_integer() || !t[1].is_number_integer() ||

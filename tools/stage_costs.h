@@ -13,10 +13,12 @@
 //             convolution's tile); attention: the FLOPs of its two products at the FP32 peak x
 //             `efficiency.attention` (its tensor-core form, never measured yet, priced the same)
 //   bytes     the stored values it reads and the one it writes, at the bytes memory holds
-//             (the plan's buffers), plus a direct convolution's rereads
+//             (the plan's buffers), plus a direct convolution's rereads, plus the output read
+//             and written again by a kernel after a library call (a Gemm's C term)
 //
-// A stage computed where another stores (a contraction's epilogue) adds its other reads to that
-// stage and nothing else; a Concat its producers write costs nothing.
+// A stage computed where another stores (a contraction's epilogue) adds to that stage its other
+// reads, and its output's bytes in place of that stage's own, and nothing else; a Concat its
+// producers write costs nothing.
 #include <cstdint>
 #include <vector>
 

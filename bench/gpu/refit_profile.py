@@ -7,8 +7,9 @@ then measures every stage of the generated kernels (bench/gpu/run.py's per-stage
 tools/stage_costs.h; a kernel is the sum of its stages). Where a class is far from its
 prediction, this fits the factors that price it to what the kernels did, at the large batch
 where each kernel runs long enough for its time to be its work (at batch 1 a profiled stage is
-mostly launch and event overhead), from the kernels whose prediction is at least 4 launches
-(else the prediction is mostly launch overhead and says nothing of the class's throughput):
+mostly launch and event overhead), from the kernels whose prediction and time are each at
+least 3 launches beyond the kernel's own launches and library calls (else they are mostly those
+and say nothing of the class's throughput):
 
   efficiency.convolution  kernels with a Conv stage
   efficiency.contraction  kernels with a MatMul/Gemm stage and no Conv or attention stage
@@ -145,9 +146,11 @@ def price_all(eqfuse, trees, models, profile, scratch, graphs, measured_stages, 
             if len(same) < len(kernels):
                 print(f"{m}: {len(kernels) - len(same)} of {len(kernels)} kernels left out, made "
                       f"of other stages than the run measured", file=sys.stderr)
+            # Stages are matched to the measured ones by index, which holds only while every
+            # kernel is made of the same stages: else no stage of the model is compared.
+            if len(same) < len(kernels):
+                stage_pred = {}
             kernels = {k: v for k, v in kernels.items() if k in same}
-            kept = {i for k in plans[m] if k["name"] in same for i in stage_indices(plans[m], k)}
-            stage_pred = {i: p for i, p in stage_pred.items() if i in kept}
         priced[m] = kernels
         priced_stages[m] = {i: p for i, p in stage_pred.items()
                             if measured_forms.get(i) in (None, p[0])}
@@ -248,11 +251,12 @@ def main():
 
     # The factors, from the large batch's long kernels, priced with the library call's cost
     # fitted: each kernel's launches and calls (its "fixed_ms") left out of both sides.
-    with open(args.out, "w") as f:
+    called_file = os.path.join(scratch, "library_call.json")
+    with open(called_file, "w") as f:
         json.dump(refit, f, indent=1)
     print(f"pricing {len(models)} models with the library call's cost", file=sys.stderr)
-    called, _, extra = price_all(args.eqfuse, args.trees, models, args.out, scratch, args.graphs,
-                                 measured_stages, plans, lt)
+    called, _, extra = price_all(args.eqfuse, args.trees, models, called_file, scratch,
+                                 args.graphs, measured_stages, plans, lt)
 
     def kind_of(cls):
         kinds = set(cls.split("+"))
@@ -270,9 +274,9 @@ def main():
         if batch != 64 or p is None or kind is None or ms < MIN_MS:
             continue
         f = extra.get(model, {}).get("fixed_ms", {}).get(kernel, {}).get(batch, launch_ms)
-        # A kernel whose prediction is mostly launches and calls says nothing of its class's
-        # throughput.
-        if p - f < 3 * launch_ms:
+        # A kernel whose prediction or time is mostly launches and calls says nothing of its
+        # class's throughput.
+        if p - f < 3 * launch_ms or ms - f < 3 * launch_ms:
             continue
         samples[kind].append({"model": model, "kernel": kernel, "class": cls, "measured_ms": ms,
                               "predicted_ms": p, "fixed_ms": f,
