@@ -129,16 +129,24 @@ NodeCost CostModel::kernel_cost(double flops, double bytes, double peak, double 
   c.launch_seconds = profile_.launch_overhead;
   double throughput = peak * std::clamp(compute_efficiency, 0.0, 1.0) * std::clamp(wave, 0.0, 1.0);
   c.compute_seconds = flops > 0 ? flops / throughput : 0;
-  c.memory_seconds =
-      bytes > 0 ? bytes / (profile_.memory_bandwidth * profile_.efficiency.bandwidth) : 0;
-  double roofline = std::max(c.compute_seconds, c.memory_seconds);
-  c.seconds = c.launch_seconds + roofline;
-  if (c.launch_seconds > roofline) {
-    c.bound = Bound::Launch;
-  } else {
-    c.bound = c.compute_seconds > c.memory_seconds ? Bound::Compute : Bound::Memory;
-  }
+  c.memory_seconds = memory_seconds(bytes);
+  settle(c);
   return c;
+}
+
+double CostModel::memory_seconds(double bytes) const {
+  return bytes > 0 ? bytes / (profile_.memory_bandwidth * profile_.efficiency.bandwidth) : 0;
+}
+
+void settle(NodeCost& c) {
+  const double roofline = std::max(c.compute_seconds, c.memory_seconds);
+  c.seconds = c.launch_seconds + roofline;
+  if (c.seconds == 0)
+    c.bound = Bound::Free;
+  else if (c.launch_seconds > roofline)
+    c.bound = Bound::Launch;
+  else
+    c.bound = c.compute_seconds > c.memory_seconds ? Bound::Compute : Bound::Memory;
 }
 
 NodeCost CostModel::node_cost(const ir::OpContext& ctx,
@@ -264,11 +272,7 @@ NodeCost CostModel::fused_body_cost(const ir::OpContext& bound,
   NodeCost c = kernel_cost(0, bytes, profile_.fp32, 1.0);
   c.flops = flops;
   c.compute_seconds = compute;
-  double roofline = std::max(c.compute_seconds, c.memory_seconds);
-  c.seconds = c.launch_seconds + roofline;
-  c.bound = c.launch_seconds > roofline
-                ? Bound::Launch
-                : (c.compute_seconds > c.memory_seconds ? Bound::Compute : Bound::Memory);
+  settle(c);
   return c;
 }
 

@@ -75,6 +75,10 @@ struct NodeCost {
   double ms() const { return seconds * 1e3; }
 };
 
+// Sets `c.seconds` (launch + max(compute, memory)) and `c.bound` from its three terms; all zero
+// is Free.
+void settle(NodeCost& c);
+
 struct NamedNodeCost {
   std::string name;
   std::string op;
@@ -129,6 +133,8 @@ class CostModel {
   // wave-quantization factor in (0, 1].
   NodeCost kernel_cost(double flops, double bytes, double peak, double compute_efficiency,
                        double wave = 1.0) const;
+  // The byte term of a kernel moving `bytes` to or from memory.
+  double memory_seconds(double bytes) const;
   // The FLOP/s peak for arithmetic of `fusion` class on `dtype` data.
   double peak_for(ir::FusionClass fusion, ir::DType dtype) const;
   // The compute efficiency of an op of `fusion`'s class; `op_type` tells a Conv from the other

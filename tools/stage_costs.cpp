@@ -1,6 +1,5 @@
 #include "tools/stage_costs.h"
 
-#include <algorithm>
 #include <map>
 #include <string>
 
@@ -38,7 +37,7 @@ std::vector<cost::NodeCost> stage_costs(const codegen::KernelPlan& plan,
         cost::NodeCost& host = costs.at(*form.by);
         bytes += bytes_of(s.output) - bytes_of(plan.stages.at(*form.by).output);
         host.bytes += bytes;
-        host.memory_seconds += model.kernel_cost(0, bytes, device.fp32, 1.0).memory_seconds;
+        host.memory_seconds += model.memory_seconds(bytes);
       }
       continue;
     }
@@ -52,7 +51,9 @@ std::vector<cost::NodeCost> stage_costs(const codegen::KernelPlan& plan,
       flops += node_cost(s.attention->scores).flops;
       compute = flops / (device.fp32 * device.efficiency.attention);
     }
-    cost::NodeCost c = model.kernel_cost(0, bytes, device.fp32, 1.0);
+    cost::NodeCost c;
+    c.bytes = bytes;
+    c.memory_seconds = model.memory_seconds(bytes);
     c.flops = flops;
     c.compute_seconds = compute;
     c.reread_bytes = op.reread_bytes;
@@ -61,16 +62,7 @@ std::vector<cost::NodeCost> stage_costs(const codegen::KernelPlan& plan,
                        (form.runs == Runs::Library ? device.library_call_overhead : 0);
     costs[i] = c;
   }
-  for (cost::NodeCost& c : costs) {
-    const double roofline = std::max(c.compute_seconds, c.memory_seconds);
-    c.seconds = c.launch_seconds + roofline;
-    if (c.seconds == 0)
-      c.bound = cost::Bound::Free;
-    else if (c.launch_seconds > roofline)
-      c.bound = cost::Bound::Launch;
-    else
-      c.bound = c.compute_seconds > c.memory_seconds ? cost::Bound::Compute : cost::Bound::Memory;
-  }
+  for (cost::NodeCost& c : costs) cost::settle(c);
   return costs;
 }
 
