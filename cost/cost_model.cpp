@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <array>
 
+#include "codegen/plan.h"
+#include "codegen/printer.h"
 #include "cost/shape_binding.h"
+#include "cost/stage_costs.h"
 #include "cost/wave_quantization.h"
 #include "ir/kernel_body.h"
 #include "support/error.h"
@@ -233,6 +236,11 @@ NodeCost CostModel::node_cost(const ir::OpContext& ctx,
   NodeCost c = kernel_cost(w.flops, w.bytes_read + reread + w.bytes_written,
                            peak_for(fusion, dtype), efficiency_for(fusion, ctx.node.op_type), wave);
   c.reread_bytes = reread;
+  if (ctx.node.op_type == "MatMul" || ctx.node.op_type == "Gemm") {
+    // Generated code runs a lone product as a cuBLAS call (codegen/printer.h).
+    c.launch_seconds = profile_.library_call_overhead;
+    settle(c);
+  }
   return c;
 }
 
@@ -254,10 +262,50 @@ NodeCost CostModel::fused_kernel_cost(const FusedKernelWork& work) const {
 
 NodeCost CostModel::fused_body_cost(const ir::OpContext& bound,
                                     const std::vector<ir::TensorType>& outputs) const {
+  try {
+    // As generated code runs it: the stages of a plan of this kernel alone, in a graph of its
+    // inputs and itself. The inputs' known values go in as weights: a Reshape's shape, a
+    // Slice's bounds or a Gather's indices passed as a kernel input decide the shapes inside
+    // the body, which would otherwise be unknown. The plan is made at f32 and priced at this
+    // model's precision (stage_costs.h), so that the kernel's inputs and output, intermediates
+    // of the model, are stored at the precision too.
+    ir::Graph alone;
+    ir::Node kernel = bound.node;
+    kernel.inputs.clear();
+    for (size_t k = 0; k < bound.input_types.size(); ++k) {
+      const ir::Tensor* value = bound.input_value(k);
+      const std::string name = "?" + std::to_string(k);
+      kernel.inputs.push_back(!bound.input_types[k] ? ir::kNoValue
+                              : value               ? alone.add_weight(name, *value)
+                                                    : alone.add_input(name, *bound.input_types[k]));
+    }
+    kernel.outputs.clear();
+    for (size_t k = 0; k < outputs.size(); ++k)
+      kernel.outputs.push_back(alone.add_value("out" + std::to_string(k), outputs[k]));
+    alone.add_node(std::move(kernel));
+    for (size_t k = 0; k < outputs.size(); ++k) alone.add_output(alone.nodes().back().outputs[k]);
+    const codegen::KernelPlan plan = codegen::make_plan(alone);
+    std::vector<codegen::StageForm> forms = codegen::stage_forms(plan, codegen::Target::Cuda);
+    // A Concat of the kernel's own inputs: in the model's plan the kernels that make them write
+    // its slices (codegen/plan.h, "Concat in place"), which a plan of this kernel alone cannot
+    // see; priced as that, as its producers (most often convolutions or pointwise kernels).
+    for (size_t i = 0; i < plan.stages.size(); ++i) {
+      const codegen::Stage& st = plan.stages[i];
+      if (st.node == ir::kNoNode || plan.graph.node(st.node).op_type != "Concat") continue;
+      bool of_inputs = true;
+      for (ir::ValueId in : plan.graph.node(st.node).inputs) {
+        const codegen::Buffer* b = plan.buffer(in);
+        of_inputs = of_inputs && b && b->storage == codegen::Storage::Input;
+      }
+      if (of_inputs) forms[i] = {codegen::StageForm::Runs::Elsewhere, "producers", 0, {}};
+    }
+    return total_cost(stage_costs(plan, forms, *this));
+  } catch (const Error& e) {
+    if (e.kind() != Error::Kind::Unsupported) throw;
+  }
+  // A body generated code cannot plan (a dim no binding sizes): one launch, its own inputs and
+  // outputs, the compute terms of its ops, intermediates on chip.
   auto body = ir::kernel_body(bound.attr_string(ir::kKernelBodyAttr));
-  // The inputs' known values go in too: a Reshape's shape, a Slice's bounds or a Gather's
-  // indices passed as a kernel input decide the shapes inside the body, which would otherwise
-  // be unknown and priced as one element each.
   ir::Graph g = ir::kernel_body_graph(*body, bound.input_types, bound.input_values);
   double flops = 0, compute = 0, bytes = 0;
   for (const ir::Node& n : g.nodes()) {

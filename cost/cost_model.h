@@ -18,6 +18,16 @@
 //   (M = N x output pixels, N = output channels per group, one GEMM per group).
 // * bytes: what the op table's work count says the op really touches (a Gather reads its rows).
 //
+// A lone MatMul or Gemm runs as a cuBLAS call: its fixed term is the profile's library call
+// (library_call_us) in place of a launch.
+//
+// A fused kernel (a Kernel node, ir/kernel_body.h) is priced as generated code runs it: codegen
+// plans its body alone and the printer states each stage's form; each stage is a launch or a
+// library call over the values it reads and stores (cost/stage_costs.h). A body of pointwise
+// work is one stage with its intermediates in registers; a body that codegen cuts (LayerNorm
+// rows stored, then a cuBLAS product over them) costs both stages and the traffic between them,
+// so extraction prices the fusions codegen will split as what they will be.
+//
 // Layout-only ops that codegen folds into indexing (Reshape, Flatten, Squeeze, Unsqueeze,
 // Identity, Dropout at inference, Constant, Shape, Size) cost nothing (bound "free"). Ops that
 // move data (Transpose, Concat, Slice, Gather, ...) cost their bytes. An opaque op (no table
@@ -124,7 +134,8 @@ class CostModel {
   // An op with no table entry, from its type name and tensor types.
   NodeCost opaque_cost(const std::string& op_type, const std::vector<ir::TensorType>& inputs,
                        const std::vector<ir::TensorType>& outputs) const;
-  // One fused kernel: one launch plus the traffic of its own inputs and outputs.
+  // A fused kernel described by its work alone: one launch plus the traffic of its own inputs
+  // and outputs.
   NodeCost fused_kernel_cost(const FusedKernelWork& work) const;
   // Every node of the graph, and the total.
   GraphCost graph_cost(const ir::Graph& graph) const;
@@ -145,9 +156,9 @@ class CostModel {
   double stored_bytes(const ir::TensorType& t) const;
 
  private:
-  // A Kernel node (ir/kernel_body.h): one launch, the HBM bytes of its own inputs and outputs,
-  // and the compute terms of the ops of its body (GEMM wave quantization kept), intermediates
-  // on chip.
+  // A Kernel node (ir/kernel_body.h): the stages of its body's plan (stage_costs.h). A body
+  // codegen cannot plan: one launch, the HBM bytes of its own inputs and outputs, and the
+  // compute terms of the ops of its body, intermediates on chip.
   NodeCost fused_body_cost(const ir::OpContext& bound,
                            const std::vector<ir::TensorType>& outputs) const;
   DeviceProfile profile_;

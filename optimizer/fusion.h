@@ -2,8 +2,8 @@
 // Fusion inside the e-graph. After (or without) algebraic saturation, each e-class gains fused
 // kernel e-nodes (ir/kernel_body.h) that compute what its other e-nodes compute: a consumer
 // merged with a producer of one of its inputs, round after round, so that extraction, which
-// charges a kernel one launch plus the traffic of its own inputs and outputs
-// (cost/cost_model.h), decides what to fuse, among the algebraic alternatives, and whether a
+// charges a kernel what generated code will spend on it (its stages: launches or library calls,
+// and the traffic of the values they store; cost/stage_costs.h), decides what to fuse, among the algebraic alternatives, and whether a
 // producer read by two consumers is materialized once or recomputed in both.
 //
 // Which merges are legal is declared, not coded: a kernel must be of one of the kinds in the

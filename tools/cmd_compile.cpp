@@ -22,6 +22,7 @@
 #include "codegen/source_tree.h"
 #include "cost/cost_model.h"
 #include "cost/device_profile.h"
+#include "cost/stage_costs.h"
 #include "frontend/onnx_import.h"
 #include "ir/kernel_body.h"
 #include "optimizer/optimize.h"
@@ -30,7 +31,6 @@
 #include "tools/precision_check.h"
 #include "tools/progress_line.h"
 #include "tools/random_inputs.h"
-#include "tools/stage_costs.h"
 
 namespace eqfuse::tools {
 namespace {
@@ -45,7 +45,7 @@ struct CompileArgs {
 
 // The cost model's time for each kernel (top-level node) at batch 1 and 64 (every run-time dim
 // bound to that size) at the plan's precision, so a GPU run's per-stage times (bench/gpu/run.py)
-// check the model: each stage in the form the CUDA printer chose (tools/stage_costs.h), a
+// check the model: each stage in the form the CUDA printer chose (cost/stage_costs.h), a
 // kernel (a step of the plan) the sum of its stages, of which `fixed_ms` is launches and library
 // calls, and beside it what the optimizer's model said of the kernel.
 void write_predictions(const ir::Graph& graph, const codegen::KernelPlan& plan,
@@ -59,8 +59,9 @@ void write_predictions(const ir::Graph& graph, const codegen::KernelPlan& plan,
     cost::CostOptions o;
     o.precision = plan.precision;
     for (const std::string& d : plan.dims) o.dim_bindings[d] = b;
-    node_costs.push_back(cost::CostModel(profile, o).graph_cost(graph));
-    costs.push_back(stage_costs(plan, forms, profile, b));
+    const cost::CostModel model(profile, o);
+    node_costs.push_back(model.graph_cost(graph));
+    costs.push_back(cost::stage_costs(plan, forms, model));
   }
   // The optimizer's figure of each graph node, by its first output (graph_cost lists nodes in
   // graph order); a step without a node (a copy the plan adds) has none.

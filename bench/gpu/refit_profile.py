@@ -4,7 +4,7 @@ CPU machine (no GPU needed).
 `eqfuse calibrate` fits a profile to microbenchmarks (a copy, cuBLAS GEMMs); the GPU benchmark
 then measures every stage of the generated kernels (bench/gpu/run.py's per-stage profile), and
 `eqfuse compile` prices every stage in the form the printer chose for it (predictions.json,
-tools/stage_costs.h; a kernel is the sum of its stages). Where a class is far from its
+cost/stage_costs.h; a kernel is the sum of its stages). Where a class is far from its
 prediction, this fits the factors that price it to what the kernels did, at the large batch
 where each kernel runs long enough for its time to be its work (at batch 1 a profiled stage is
 mostly launch and event overhead), from the kernels whose prediction and time are each at
@@ -305,8 +305,8 @@ def main():
 
     b_class, b_model = errors(measured, graphs, before)
     a_class, a_model = errors(measured, graphs, after)
-    # The optimizer's own figure of the same kernels (one launch over each kernel's body, priced
-    # before there is a plan), refitted, against the run launch by launch.
+    # The optimizer's own figure of the same kernels (each kernel's body planned alone and priced
+    # by its stages), refitted, against the run launch by launch.
     opt = {m: {k: after_extra[m]["optimizer_ms"].get(k, {}) for k in after[m]} for m in after}
     _, o_model = errors(measured, graphs, opt)
     b_form, a_form = stage_errors(stage_ms, before_stages), stage_errors(stage_ms, after_stages)

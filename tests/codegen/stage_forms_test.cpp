@@ -1,5 +1,5 @@
 // codegen::stage_forms: how the printer runs each stage, as plan.json names it and the cost
-// model's per-stage predictions price it (tools/stage_costs.h).
+// model's per-stage predictions price it (cost/stage_costs.h).
 #include <catch2/catch.hpp>
 #include <cmath>
 
