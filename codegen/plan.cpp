@@ -51,12 +51,17 @@ bool same_shape(const ir::TensorType& a, const ir::TensorType& b) {
   return true;
 }
 
+// Layout ops whose output element i is their input's element i.
+bool keeps_linear_index(std::string_view op_type) {
+  static const std::set<std::string, std::less<>> kSameIndex = {"Reshape",   "Flatten",  "Squeeze",
+                                                                "Unsqueeze", "Identity", "Dropout"};
+  return kSameIndex.count(op_type) > 0;
+}
+
 // Whether input k of pointwise node n is read at the element n writes: layout ops that keep the
 // row-major linear index, and elementwise operands of the output's own shape (not broadcast).
 bool reads_at_own_element(const ir::Graph& g, const ir::Node& n, size_t k) {
-  static const std::set<std::string, std::less<>> kSameIndex = {"Reshape",   "Flatten",  "Squeeze",
-                                                                "Unsqueeze", "Identity", "Dropout"};
-  if (kSameIndex.count(n.op_type)) return k == 0;
+  if (keeps_linear_index(n.op_type)) return k == 0;
   if (!n.def || (!n.def->scalar && !n.def->scalar_for_node)) return false;
   return same_shape(g.value(n.inputs[k]).type, g.value(n.outputs[0]).type);
 }
@@ -398,7 +403,15 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   for (auto [copy, source] : conversions) add_copy_stage(copy, source);
 
   // Materialized values: outputs, values leaving their top-level node, results of reductions
-  // and contractions, and contraction operands (but an attention stage's).
+  // and contractions, and contraction operands (but an attention stage's). A plain layout op
+  // that keeps the linear index (a top-level Reshape, Flatten, Squeeze, Unsqueeze, Identity or
+  // Dropout) is read through by the nodes after it, as inside a kernel: its readers index its
+  // input, and it has no stage unless something above stores its value (the cost model prices
+  // these ops free).
+  auto read_through = [&](NodeId p) {
+    const ir::Node& top = input_graph.node(origin[p]);
+    return top.op_type != ir::kKernelOp && keeps_linear_index(top.op_type);
+  };
   std::vector<bool> mat(g.values().size(), false);
   for (ValueId v : g.outputs()) mat[v] = true;
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -415,7 +428,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     for (ValueId in : n.inputs) {
       if (in == ir::kNoValue) continue;
       NodeId p = g.value(in).producer;
-      if (p != ir::kNoNode && origin[p] != origin[i]) mat[in] = true;
+      if (p != ir::kNoNode && origin[p] != origin[i] && !read_through(p)) mat[in] = true;
     }
   }
   // Stages, in node order; the top-level node of each is a step.

@@ -9,9 +9,10 @@
 // as a contraction (MatMul, Gemm, Conv), and as attention: softmax(S)·V, where S is a MatMul
 // Q·K under pointwise work (a scale, a mask), in one stage that never stores S (an online
 // softmax over blocks of keys, FlashAttention's algorithm). A value is materialized when it
-// leaves a top-level node (a kernel's output, or a plain op's), when a reduction or contraction
-// makes it, or when a contraction reads it (contractions read contiguous operands; an attention
-// stage reads Q, K and V through the layout ops that make them); everything else inside a
+// leaves a top-level node (a kernel's output, or a plain op's other than a Reshape, Flatten,
+// Squeeze, Unsqueeze, Identity or Dropout, which its readers index through), when a reduction or
+// contraction makes it, or when a contraction reads it (contractions read contiguous operands; an
+// attention stage reads Q, K and V through the layout ops that make them); everything else inside a
 // kernel is recomputed in registers where it is used, as the fusion chose.
 //
 // Materialized values live in the caller's input and output buffers, in the weights blob (one
