@@ -12,7 +12,7 @@ same source at an earlier commit, e.g.
   python3 bench/compare_extraction.py --before /tmp/eqfuse-at-C/build/tools/eqfuse [MODEL...]
 
 Models come from ../shared/models_dynamic (a symbolic batch) where there, else ../shared/models
-with their batch made a run-time dim (compile --dynamic-batch) where the export allows, else as
+with their batch made a run-time dim (compile --dynamic-batch) where both graphs allow it, else as
 exported (one size: its batch-64 column repeats batch 1). "ops" are the graph's top-level nodes
 that make a step of the plan, "launches" the kernels and library calls of its CUDA. The last column is the optimizer's own
 figure for the chosen kernels, as each build priced them (its predictions.json's optimizer_ms),
@@ -42,14 +42,12 @@ def source(model):
     return None, False
 
 
-def judged(eqfuse, graph, dynamic, out, device):
+def judged(eqfuse, graph, flags, out, device):
     """{"kernels", "launches", "b1", "b64", "optimizer_b1"} of `graph` compiled by `eqfuse`."""
-    base = [eqfuse, "compile", graph, "--no-optimize", "--target", "cuda", "--device", device]
-    for flags in ((["--dynamic-batch"], []) if dynamic else ([],)):
-        done = subprocess.run(base + flags + ["--out", out], capture_output=True, text=True)
-        if done.returncode == 0:
-            break
-    else:
+    done = subprocess.run([eqfuse, "compile", graph, "--no-optimize", "--target", "cuda",
+                           "--device", device, "--out", out] + flags,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
         raise RuntimeError(f"{graph}: {done.stderr.strip()}")
     with open(os.path.join(out, "predictions.json")) as f:
         kernels = json.load(f)["kernels"]
@@ -64,6 +62,24 @@ def judged(eqfuse, graph, dynamic, out, device):
     return {"kernels": len(kernels), "launches": launches,
             "b1": total("predicted_ms", "1"), "b64": total("predicted_ms", "64"),
             "optimizer_b1": total("optimizer_ms", "1")}
+
+
+def judge_both(args, model, graphs, dynamic, scratch):
+    """Both graphs judged alike: with a run-time batch where both allow it, else as exported."""
+    error = None
+    for flags in ([["--dynamic-batch"], []] if dynamic else [[]]):
+        try:
+            row = {}
+            for tag, (binary, graph) in graphs.items():
+                out = os.path.join(scratch, f"{model}.{tag}{'.dynamic' if flags else ''}")
+                row[tag] = judged(args.eqfuse, graph, flags, out, args.device)
+                # The optimizer's figure as that build priced it.
+                row[tag]["optimizer_b1"] = judged(binary, graph, flags, out + ".own",
+                                                  args.device)["optimizer_b1"]
+            return row
+        except RuntimeError as e:
+            error = e
+    raise error
 
 
 def main():
@@ -82,7 +98,7 @@ def main():
             if not src:
                 print(f"{model}: not in {SHARED}", file=sys.stderr)
                 continue
-            row = {}
+            graphs = {}
             for tag, binary in (("before", args.before), ("after", args.eqfuse)):
                 graph = os.path.join(scratch, f"{model}.{tag}.onnx")
                 done = subprocess.run([binary, "optimize", src, "-o", graph, "--device",
@@ -90,17 +106,13 @@ def main():
                 if done.returncode != 0:
                     print(f"{model}: {tag}: {done.stderr.strip()}", file=sys.stderr)
                     break
-                try:
-                    row[tag] = judged(args.eqfuse, graph, dynamic,
-                                      os.path.join(scratch, f"{model}.{tag}"), args.device)
-                    # The optimizer's figure as that build priced it.
-                    row[tag]["optimizer_b1"] = judged(
-                        binary, graph, dynamic, os.path.join(scratch, f"{model}.{tag}.own"),
-                        args.device)["optimizer_b1"]
-                except RuntimeError as e:
-                    print(f"{model}: {tag}: {e}", file=sys.stderr)
-                    break
-            if len(row) < 2:
+                graphs[tag] = (binary, graph)
+            if len(graphs) < 2:
+                continue
+            try:
+                row = judge_both(args, model, graphs, dynamic, scratch)
+            except RuntimeError as e:
+                print(f"{model}: {e}", file=sys.stderr)
                 continue
             b, a = row["before"], row["after"]
             print(f"| {model} | {b['kernels']} / {a['kernels']} | {b['launches']} / {a['launches']} "

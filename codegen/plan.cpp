@@ -406,11 +406,19 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   // and contractions, and contraction operands (but an attention stage's). A plain layout op
   // that keeps the linear index (a top-level Reshape, Flatten, Squeeze, Unsqueeze, Identity or
   // Dropout) is read through by the nodes after it, as inside a kernel: its readers index its
-  // input, and it has no stage unless something above stores its value (the cost model prices
-  // these ops free).
+  // input, and it has no stage unless something above stores its value (a contraction reading
+  // it, a model output) or a Concat reads it (the cost model prices these ops free).
+  // Not where a Concat reads it: there its own stage writes the Concat's slice in place (below),
+  // which a Concat part without a buffer of its own would prevent for every part.
+  std::vector<bool> read_by_concat(g.values().size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (live[i] && nodes[i].op_type == "Concat")
+      for (ValueId in : nodes[i].inputs)
+        if (in != ir::kNoValue) read_by_concat[in] = true;
   auto read_through = [&](NodeId p) {
     const ir::Node& top = input_graph.node(origin[p]);
-    return top.op_type != ir::kKernelOp && keeps_linear_index(top.op_type);
+    return top.op_type != ir::kKernelOp && keeps_linear_index(top.op_type) &&
+           !read_by_concat[nodes[p].outputs[0]];
   };
   std::vector<bool> mat(g.values().size(), false);
   for (ValueId v : g.outputs()) mat[v] = true;

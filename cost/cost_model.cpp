@@ -236,8 +236,13 @@ NodeCost CostModel::node_cost(const ir::OpContext& ctx,
   NodeCost c = kernel_cost(w.flops, w.bytes_read + reread + w.bytes_written,
                            peak_for(fusion, dtype), efficiency_for(fusion, ctx.node.op_type), wave);
   c.reread_bytes = reread;
-  if (ctx.node.op_type == "MatMul" || ctx.node.op_type == "Gemm") {
-    // Generated code runs a lone product as a cuBLAS call (codegen/printer.h).
+  auto matrix = [&](size_t k) {
+    return ctx.has_input(k) && ctx.input_types[k]->dtype == ir::DType::f32 &&
+           ctx.input_types[k]->shape.has_rank() && ctx.input_types[k]->shape.rank() >= 2;
+  };
+  if ((ctx.node.op_type == "MatMul" || ctx.node.op_type == "Gemm") && matrix(0) && matrix(1)) {
+    // Generated code runs a lone f32 product of matrices as a cuBLAS call (codegen/printer.h;
+    // a batch broadcast only in part, or a Gemm's C term it cannot pass, takes kernels too).
     c.launch_seconds = profile_.library_call_overhead;
     settle(c);
   }
@@ -287,8 +292,10 @@ NodeCost CostModel::fused_body_cost(const ir::OpContext& bound,
     const codegen::KernelPlan plan = codegen::make_plan(alone);
     std::vector<codegen::StageForm> forms = codegen::stage_forms(plan, codegen::Target::Cuda);
     // A Concat of the kernel's own inputs: in the model's plan the kernels that make them write
-    // its slices (codegen/plan.h, "Concat in place"), which a plan of this kernel alone cannot
-    // see; priced as that, as its producers (most often convolutions or pointwise kernels).
+    // its slices where they are loops of ours (pointwise or convolution stages) read by nothing
+    // else (codegen/plan.cpp, "Concat in place"), which a plan of this kernel alone cannot see.
+    // Priced as written so, the common case of the models (a CNN's branches); a Concat of parts
+    // that a library call or a row stage makes, or that others read too, is a copy priced low.
     for (size_t i = 0; i < plan.stages.size(); ++i) {
       const codegen::Stage& st = plan.stages[i];
       if (st.node == ir::kNoNode || plan.graph.node(st.node).op_type != "Concat") continue;
@@ -300,11 +307,12 @@ NodeCost CostModel::fused_body_cost(const ir::OpContext& bound,
       if (of_inputs) forms[i] = {codegen::StageForm::Runs::Elsewhere, "producers", 0, {}};
     }
     return total_cost(stage_costs(plan, forms, *this));
-  } catch (const Error& e) {
-    if (e.kind() != Error::Kind::Unsupported) throw;
+  } catch (const std::exception&) {
+    // Priced below, as before there were stages.
   }
-  // A body generated code cannot plan (a dim no binding sizes): one launch, its own inputs and
-  // outputs, the compute terms of its ops, intermediates on chip.
+  // A body generated code cannot plan (an op it has no lowering for, which `eqfuse compile`
+  // then names): one launch, its own inputs and outputs, the compute terms of its ops,
+  // intermediates on chip.
   auto body = ir::kernel_body(bound.attr_string(ir::kKernelBodyAttr));
   ir::Graph g = ir::kernel_body_graph(*body, bound.input_types, bound.input_values);
   double flops = 0, compute = 0, bytes = 0;

@@ -18,8 +18,8 @@
 //   (M = N x output pixels, N = output channels per group, one GEMM per group).
 // * bytes: what the op table's work count says the op really touches (a Gather reads its rows).
 //
-// A lone MatMul or Gemm runs as a cuBLAS call: its fixed term is the profile's library call
-// (library_call_us) in place of a launch.
+// A lone f32 MatMul or Gemm of matrices runs as a cuBLAS call: its fixed term is the profile's
+// library call (library_call_us) in place of a launch.
 //
 // A fused kernel (a Kernel node, ir/kernel_body.h) is priced as generated code runs it: codegen
 // plans its body alone and the printer states each stage's form; each stage is a launch or a
