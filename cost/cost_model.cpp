@@ -265,47 +265,60 @@ NodeCost CostModel::fused_kernel_cost(const FusedKernelWork& work) const {
                      efficiency_for(work.fusion));
 }
 
+namespace {
+
+// A graph of one kernel node and its inputs. The inputs' known values go in as weights: a
+// Reshape's shape, a Slice's bounds or a Gather's indices passed as a kernel input decide the
+// shapes inside the body, which would otherwise be unknown.
+ir::Graph graph_of_kernel(const ir::OpContext& bound, const std::vector<ir::TensorType>& outputs) {
+  ir::Graph alone;
+  ir::Node kernel = bound.node;
+  kernel.inputs.clear();
+  for (size_t k = 0; k < bound.input_types.size(); ++k) {
+    const ir::Tensor* value = bound.input_value(k);
+    const std::string name = "?" + std::to_string(k);
+    kernel.inputs.push_back(!bound.input_types[k] ? ir::kNoValue
+                            : value               ? alone.add_weight(name, *value)
+                                                  : alone.add_input(name, *bound.input_types[k]));
+  }
+  kernel.outputs.clear();
+  for (size_t k = 0; k < outputs.size(); ++k)
+    kernel.outputs.push_back(alone.add_value("out" + std::to_string(k), outputs[k]));
+  alone.add_node(std::move(kernel));
+  for (size_t k = 0; k < outputs.size(); ++k) alone.add_output(alone.nodes().back().outputs[k]);
+  return alone;
+}
+
+// A Concat of a kernel's own inputs: in the model's plan the kernels that make them write its
+// slices where they are loops of ours (pointwise or convolution stages) read by nothing else
+// (codegen/plan.cpp, "Concat in place"), which a plan of this kernel alone cannot see. Priced as
+// written so, the common case of the models (a CNN's branches); a Concat of parts that a library
+// call or a row stage makes, or that others read too, is a copy priced low.
+void mark_input_concats_written_by_producers(const codegen::KernelPlan& plan,
+                                             std::vector<codegen::StageForm>& forms) {
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    const codegen::Stage& st = plan.stages[i];
+    if (st.node == ir::kNoNode || plan.graph.node(st.node).op_type != "Concat") continue;
+    const auto& parts = plan.graph.node(st.node).inputs;
+    if (std::all_of(parts.begin(), parts.end(), [&](ir::ValueId in) {
+          const codegen::Buffer* b = plan.buffer(in);
+          return b && b->storage == codegen::Storage::Input;
+        }))
+      forms[i] = {codegen::StageForm::Runs::Elsewhere, "producers", 0, {}};
+  }
+}
+
+}  // namespace
+
 NodeCost CostModel::fused_body_cost(const ir::OpContext& bound,
                                     const std::vector<ir::TensorType>& outputs) const {
   try {
-    // As generated code runs it: the stages of a plan of this kernel alone, in a graph of its
-    // inputs and itself. The inputs' known values go in as weights: a Reshape's shape, a
-    // Slice's bounds or a Gather's indices passed as a kernel input decide the shapes inside
-    // the body, which would otherwise be unknown. The plan is made at f32 and priced at this
-    // model's precision (stage_costs.h), so that the kernel's inputs and output, intermediates
-    // of the model, are stored at the precision too.
-    ir::Graph alone;
-    ir::Node kernel = bound.node;
-    kernel.inputs.clear();
-    for (size_t k = 0; k < bound.input_types.size(); ++k) {
-      const ir::Tensor* value = bound.input_value(k);
-      const std::string name = "?" + std::to_string(k);
-      kernel.inputs.push_back(!bound.input_types[k] ? ir::kNoValue
-                              : value               ? alone.add_weight(name, *value)
-                                                    : alone.add_input(name, *bound.input_types[k]));
-    }
-    kernel.outputs.clear();
-    for (size_t k = 0; k < outputs.size(); ++k)
-      kernel.outputs.push_back(alone.add_value("out" + std::to_string(k), outputs[k]));
-    alone.add_node(std::move(kernel));
-    for (size_t k = 0; k < outputs.size(); ++k) alone.add_output(alone.nodes().back().outputs[k]);
-    const codegen::KernelPlan plan = codegen::make_plan(alone);
+    // As generated code runs it: the stages of a plan of this kernel alone. The plan is made at
+    // f32 and priced at this model's precision (stage_costs.h), so that the kernel's inputs and
+    // output, intermediates of the model, are stored at the precision too.
+    const codegen::KernelPlan plan = codegen::make_plan(graph_of_kernel(bound, outputs));
     std::vector<codegen::StageForm> forms = codegen::stage_forms(plan, codegen::Target::Cuda);
-    // A Concat of the kernel's own inputs: in the model's plan the kernels that make them write
-    // its slices where they are loops of ours (pointwise or convolution stages) read by nothing
-    // else (codegen/plan.cpp, "Concat in place"), which a plan of this kernel alone cannot see.
-    // Priced as written so, the common case of the models (a CNN's branches); a Concat of parts
-    // that a library call or a row stage makes, or that others read too, is a copy priced low.
-    for (size_t i = 0; i < plan.stages.size(); ++i) {
-      const codegen::Stage& st = plan.stages[i];
-      if (st.node == ir::kNoNode || plan.graph.node(st.node).op_type != "Concat") continue;
-      bool of_inputs = true;
-      for (ir::ValueId in : plan.graph.node(st.node).inputs) {
-        const codegen::Buffer* b = plan.buffer(in);
-        of_inputs = of_inputs && b && b->storage == codegen::Storage::Input;
-      }
-      if (of_inputs) forms[i] = {codegen::StageForm::Runs::Elsewhere, "producers", 0, {}};
-    }
+    mark_input_concats_written_by_producers(plan, forms);
     return total_cost(stage_costs(plan, forms, *this));
   } catch (const std::exception&) {
     // Priced below, as before there were stages.

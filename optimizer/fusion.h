@@ -3,8 +3,9 @@
 // kernel e-nodes (ir/kernel_body.h) that compute what its other e-nodes compute: a consumer
 // merged with a producer of one of its inputs, round after round, so that extraction, which
 // charges a kernel what generated code will spend on it (its stages: launches or library calls,
-// and the traffic of the values they store; cost/stage_costs.h), decides what to fuse, among the algebraic alternatives, and whether a
-// producer read by two consumers is materialized once or recomputed in both.
+// and the traffic of the values they store; cost/stage_costs.h), decides what to fuse, among the
+// algebraic alternatives, and whether a producer read by two consumers is materialized once or
+// recomputed in both.
 //
 // Which merges are legal is declared, not coded: a kernel must be of one of the kinds in the
 // rule files (rules/fusion_kinds.h; the library's rules/library/fusion.rules declares
