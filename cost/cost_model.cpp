@@ -212,7 +212,8 @@ NodeCost CostModel::node_cost(const ir::OpContext& ctx,
   if (fusion == ir::FusionClass::Contraction) {
     if (auto form = conv_form(bound, outs, profile_.sm_count)) {
       wave = form->compute_factor;
-      if (!inputs.empty()) reread = (form->input_reads - 1) * stored_bytes(inputs[0]);
+      if (!inputs.empty())
+        reread = (form->input_reads - 1) * stored_bytes(inputs[0]) * profile_.conv_reread_fraction;
     } else {
       // A library GEMM takes smaller tiles where its largest would not fill the SMs: the
       // profile's tile, then halved along N, then along both, the first with a tile per SM.

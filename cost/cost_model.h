@@ -75,7 +75,8 @@ struct NodeCost {
   double flops = 0;
   double bytes = 0;  // read + written
   // Of `bytes`, what a convolution run one output per thread reads again (its input once for
-  // every output covering it, beyond the first read): memory traffic a fused kernel has too.
+  // every output covering it, beyond the first read, times the profile's conv_reread_fraction
+  // that reaches memory): memory traffic a fused kernel has too.
   double reread_bytes = 0;
   double compute_seconds = 0;  // FLOP term (after efficiency and wave quantization)
   double memory_seconds = 0;   // byte term

@@ -39,6 +39,15 @@ class FieldReader {
   double positive_or(const std::string& key, double fallback, double max = 0) const {
     return j_.contains(key) ? positive(key, max) : fallback;
   }
+  // A number in [0, 1], or `fallback` where absent.
+  double fraction_or(const std::string& key, double fallback) const {
+    if (!j_.contains(key)) return fallback;
+    const json& v = j_[key];
+    if (!v.is_number()) bad(path(key), "should be a number");
+    double x = v.get<double>();
+    if (!(x >= 0 && x <= 1)) bad(path(key), fmt::format("should be in [0, 1], got {}", x));
+    return x;
+  }
   std::string string_or(const std::string& key, std::string fallback) const {
     if (!j_.contains(key)) return fallback;
     if (!j_[key].is_string()) bad(path(key), "should be a string");
@@ -108,6 +117,7 @@ DeviceProfile DeviceProfile::from_json(const json& j, const std::string& origin)
   p.launch_overhead = r.positive("launch_overhead_us") * 1e-6;
   p.library_call_overhead =
       j.contains("library_call_us") ? r.positive("library_call_us") * 1e-6 : p.launch_overhead;
+  p.conv_reread_fraction = r.fraction_or("conv_reread_fraction", 1.0);
   if (j.contains("gemm_tile")) {
     const json& t = j["gemm_tile"];
     if (!t.is_array() || t.size() != 2 || !t[0].is_number_integer() || !t[1].is_number_integer() ||
@@ -153,6 +163,7 @@ json DeviceProfile::to_json() const {
               {"shared_memory_per_sm_kb", shared_memory_per_sm_bytes / 1024},
               {"launch_overhead_us", launch_overhead * 1e6},
               {"library_call_us", library_call_overhead * 1e6},
+              {"conv_reread_fraction", conv_reread_fraction},
               {"gemm_tile", {gemm_tile_m, gemm_tile_n}},
               {"efficiency", eff}};
 }

@@ -51,6 +51,11 @@ struct DeviceProfile {
   // Seconds per library call (a cuBLAS or cuBLASLt GEMM) beyond its arithmetic and traffic:
   // the library's own launches and setup. A profile without it takes `launch_overhead`.
   double library_call_overhead = 0;
+  // Of the input rereads of a convolution whose outputs each read their own window (the direct
+  // form: depthwise and other convolutions without tiles, cost/wave_quantization.h), the
+  // fraction that reaches memory; the rest hit the caches. In [0, 1]; a profile without it
+  // takes 1, every reread from memory.
+  double conv_reread_fraction = 1.0;
   int gemm_tile_m = 128;  // output tile used for wave quantization of GEMM and convolution
   int gemm_tile_n = 128;
   Efficiency efficiency;

@@ -21,6 +21,14 @@ and say nothing of the class's throughput):
   library_call_us         the median over cuBLAS and cuBLASLt stages (both batches) whose
                           arithmetic and traffic are under half their time of measured minus that
                           roofline: what a library call costs launch by launch
+  conv_reread_fraction    direct convolution stages (one output per thread: the depthwise ones)
+                          at the large batch measured at 4 launches or more, last, priced with
+                          the rest refitted: the median fraction of their input rereads that
+                          reaches memory, from each stage's price at the base fraction and at 0
+                          (its time is its traffic, linear in the fraction)
+
+Kernels with a direct convolution stage are left out of efficiency.convolution's samples: their
+time is that traffic, not the convolution's arithmetic.
 
 The library call's cost and attention come from the base's stage prices; the three factors
 after, from prices with that cost, each kernel's launches and calls ("fixed_ms" in
@@ -92,7 +100,8 @@ def measured_kernels(results):
 def predictions(eqfuse, trees, model, profile, scratch, graphs, lt):
     """(kernel name -> {batch: predicted ms}, number of stages, kernel name -> its stages,
     stage index -> (form, {batch: predicted ms}), {"fixed_ms": kernel name -> {batch: ms of its
-    launches and library calls}, "optimizer_ms": the same of the optimizer's figure}) for `model`
+    launches and library calls}, "optimizer_ms": the same of the optimizer's figure, "forms":
+    kernel name -> its stages' forms}) for `model`
     priced with `profile`, compiled
     the way prepare.sh compiled its tree (from graphs/MODEL.onnx, not optimized again, where
     `graphs` is given; without cuBLASLt's epilogues unless `lt`)."""
@@ -120,6 +129,7 @@ def predictions(eqfuse, trees, model, profile, scratch, graphs, lt):
               for k in pred for st in k.get("stages", [])}
     extra = {key: {k["name"]: {int(b): ms for b, ms in k.get(key, {}).items()} for k in pred}
              for key in ("fixed_ms", "optimizer_ms")}
+    extra["forms"] = {k["name"]: {st["form"] for st in k.get("stages", [])} for k in pred}
     return ({k["name"]: {int(b): ms for b, ms in k["predicted_ms"].items()} for k in pred},
             sum(len(k["stages"]) for k in kernels), composition, stages, extra)
 
@@ -225,7 +235,8 @@ def main():
     # a library call's fixed cost from the library stages whose arithmetic and traffic are under
     # half their time, at both batches: the median of measured minus that roofline.
     call_ms = base.get("library_call_us", base["launch_overhead_us"]) * 1e-3
-    samples = {"convolution": [], "contraction": [], "bandwidth": [], "attention": []}
+    samples = {"convolution": [], "contraction": [], "bandwidth": [], "attention": [],
+               "conv_reread": []}
     calls = []
     for (model, batch), times in stage_ms.items():
         for i, (form, ms) in before_stages.get(model, {}).items():
@@ -273,6 +284,10 @@ def main():
         kind = kind_of(cls)
         if batch != 64 or p is None or kind is None or ms < MIN_MS:
             continue
+        # A convolution one output per thread is its traffic, fitted below, not arithmetic.
+        forms = extra.get(model, {}).get("forms", {}).get(kernel, set())
+        if kind == "convolution" and any(f.startswith("conv direct") for f in forms):
+            continue
         f = extra.get(model, {}).get("fixed_ms", {}).get(kernel, {}).get(batch, launch_ms)
         # A kernel whose prediction or time is mostly launches and calls says nothing of its
         # class's throughput.
@@ -285,7 +300,7 @@ def main():
     eff.setdefault("convolution", eff["contraction"])
     eff.setdefault("attention", eff["contraction"])
     for kind, rows in samples.items():
-        if rows and kind != "library_call":
+        if rows and kind not in ("library_call", "conv_reread"):
             r = statistics.median(s["ratio"] for s in rows)
             fitted[kind] = {"kernels": len(rows), "median_ratio": r,
                             "before": eff[kind], "after": min(1.0, eff[kind] * r)}
@@ -299,6 +314,41 @@ def main():
         "kernels (bench/gpu/results)"]
     with open(args.out, "w") as f:
         json.dump(refit, f, indent=1)
+
+    # The fraction of a direct convolution's rereads that reach memory, last, from its stages at
+    # the large batch measured at 4 launches or more, priced with everything else refitted: at
+    # its base value and at 0 the stage's time is p_base and p_0, linear in the fraction between
+    # (its traffic; a direct convolution is memory-bound), so each stage's fraction is
+    # base x (measured - p_0) / (p_base - p_0); the median, within [0, 1].
+    reread_base = base.get("conv_reread_fraction", 1.0)
+    print(f"pricing {len(models)} models with the refitted factors", file=sys.stderr)
+    _, full_stages, _ = price_all(args.eqfuse, args.trees, models, args.out, scratch, args.graphs,
+                                  measured_stages, plans, lt)
+    no_reread_file = os.path.join(scratch, "no_reread.json")
+    with open(no_reread_file, "w") as f:
+        json.dump(dict(refit, conv_reread_fraction=0), f, indent=1)
+    print(f"pricing {len(models)} models with no rereads", file=sys.stderr)
+    _, no_reread_stages, _ = price_all(args.eqfuse, args.trees, models, no_reread_file, scratch,
+                                       args.graphs, measured_stages, plans, lt)
+    for (model, batch), times in stage_ms.items():
+        for i, (form, ms) in full_stages.get(model, {}).items():
+            p, p0 = ms.get(batch), no_reread_stages.get(model, {}).get(i, (None, {}))[1].get(batch)
+            if (not form.startswith("conv direct") or batch != 64 or p is None or p0 is None
+                    or i >= len(times) or times[i] < 4 * launch_ms or p - p0 < 1e-6):
+                continue
+            samples["conv_reread"].append({
+                "model": model, "batch": batch, "stage": i, "measured_ms": times[i],
+                "predicted_ms": p, "no_reread_ms": p0,
+                "fraction": reread_base * (times[i] - p0) / (p - p0)})
+    if samples["conv_reread"]:
+        r = min(1.0, max(0.0, statistics.median(s["fraction"] for s in samples["conv_reread"])))
+        fitted["conv_reread_fraction"] = {"stages": len(samples["conv_reread"]),
+                                          "before": reread_base, "after": r}
+        refit["conv_reread_fraction"] = r
+        refit["sources"][-1] = refit["sources"][-1].replace(
+            "and library_call_us", "library_call_us and conv_reread_fraction")
+        with open(args.out, "w") as f:
+            json.dump(refit, f, indent=1)
     print(f"pricing {len(models)} models with the refitted profile", file=sys.stderr)
     after, after_stages, after_extra = price_all(args.eqfuse, args.trees, models, args.out, scratch,
                                        args.graphs, measured_stages, plans, lt)
@@ -321,6 +371,10 @@ def main():
         if kind == "library_call_us":
             print(f"library_call_us: {v['before']:.1f} -> {v['after']:.1f} "
                   f"({v['stages']} library stages)")
+            continue
+        if kind == "conv_reread_fraction":
+            print(f"conv_reread_fraction: {v['before']:.3f} -> {v['after']:.3f} "
+                  f"({v['stages']} direct convolution stages)")
             continue
         what = "stages" if kind == "attention" else "kernels"
         print(f"efficiency.{kind}: {v['before']:.3f} -> {v['after']:.3f} "

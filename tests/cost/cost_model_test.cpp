@@ -192,6 +192,13 @@ TEST_CASE("a fused kernel keeps its depthwise convolution's rereads", "[cost]") 
   cost::NodeCost k = model.node_cost(g, g.nodes().back());
   const double own = (96.0 * 56 * 56 * 2 + 96 * 9) * 4;    // x, w and the output
   CHECK(k.bytes == Approx(own + 96.0 * 56 * 56 * 8 * 4));  // and x read 8 times more
+  // A profile whose rereads mostly hit the caches: a quarter of them reach memory.
+  DeviceProfile cached = DeviceProfile::load_builtin("h200");
+  cached.conv_reread_fraction = 0.25;
+  cost::NodeCost kc = CostModel(cached).node_cost(g, g.nodes().back());
+  CHECK(kc.reread_bytes == Approx(96.0 * 56 * 56 * 2 * 4));
+  CHECK(kc.bytes == Approx(own + 96.0 * 56 * 56 * 2 * 4));
+  CHECK(kc.seconds < k.seconds);
 }
 
 TEST_CASE("a small library GEMM is priced in tiles small enough to give the SMs work", "[cost]") {

@@ -107,6 +107,24 @@ TEST_CASE("a library call's cost and attention's efficiency default to launch an
   CHECK_THROWS_WITH(DeviceProfile::from_json(j, "test"), Catch::Contains("library_call_us"));
 }
 
+TEST_CASE("a convolution's reread fraction defaults to 1 and is a fraction", "[cost]") {
+  nlohmann::json j = h200_json();
+  j.erase("conv_reread_fraction");
+  CHECK(DeviceProfile::from_json(j, "test").conv_reread_fraction == 1.0);
+  j["conv_reread_fraction"] = 0;  // every reread from the caches
+  CHECK(DeviceProfile::from_json(j, "test").conv_reread_fraction == 0.0);
+  j["conv_reread_fraction"] = 0.3;
+  DeviceProfile p = DeviceProfile::from_json(j, "test");
+  CHECK(p.conv_reread_fraction == Approx(0.3));
+  CHECK(DeviceProfile::from_json(p.to_json(), "again").conv_reread_fraction == Approx(0.3));
+  for (const nlohmann::json& bad :
+       {nlohmann::json(1.5), nlohmann::json(-0.1), nlohmann::json("x")}) {
+    j["conv_reread_fraction"] = bad;
+    CHECK_THROWS_WITH(DeviceProfile::from_json(j, "test"),
+                      Catch::Contains("conv_reread_fraction") && Catch::Contains("test"));
+  }
+}
+
 TEST_CASE("unknown devices and unreadable files are clear errors", "[cost]") {
   CHECK_THROWS_WITH(DeviceProfile::load_builtin("v100"),
                     Catch::Contains("unknown device 'v100'") && Catch::Contains("h200"));
