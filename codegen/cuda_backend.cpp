@@ -2,12 +2,16 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <future>
 #include <iterator>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include "codegen/build_cache.h"
 #include "codegen/printer.h"
@@ -24,7 +28,54 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// `dir`/include/`header` and the first of `dir`/{lib64,lib}/`names` that exist, as the
+// include directory and the library's file; nullopt where either is missing.
+std::optional<std::pair<fs::path, fs::path>> find_library(const fs::path& dir,
+                                                          const std::string& header,
+                                                          const std::vector<std::string>& names) {
+  std::error_code ec;
+  if (dir.empty() || !fs::exists(dir / "include" / header, ec)) return std::nullopt;
+  for (const char* sub : {"lib64", "lib"})
+    for (const std::string& name : names)
+      if (fs::exists(dir / sub / name, ec)) return std::pair{dir / "include", dir / sub / name};
+  return std::nullopt;
+}
+
+std::string env_or(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
 }  // namespace
+
+HostLibraries find_host_libraries() {
+  HostLibraries found;
+  for (const std::string& root :
+       {env_or("CUDA_HOME"), env_or("CUDA_PATH"), std::string("/usr/local/cuda")}) {
+    auto cudart = find_library(root, "cuda_runtime.h",
+                               {"libcudart.so", "libcudart.so.13", "libcudart.so.12"});
+    auto lt = find_library(root, "cublasLt.h",
+                           {"libcublasLt.so", "libcublasLt.so.13", "libcublasLt.so.12"});
+    if (!cudart || !lt) continue;
+    found.libraries = {"cuBLASLt"};
+    found.flags = fmt::format(" -I'{}'", cudart->first.string());
+    found.libs = fmt::format(" '{}' '{}' -Wl,-rpath,'{}' -Wl,-rpath,'{}'", cudart->second.string(),
+                             lt->second.string(), cudart->second.parent_path().string(),
+                             lt->second.parent_path().string());
+    for (const std::string& cudnn_root : {env_or("CUDNN_ROOT"), root})
+      if (auto cudnn = find_library(cudnn_root, "cudnn.h", {"libcudnn.so", "libcudnn.so.9"})) {
+        found.libraries.push_back("cuDNN");
+        found.flags += fmt::format(" -DEQFUSE_CUDNN -I'{}'", cudnn->first.string());
+        found.libs += fmt::format(" '{}' -Wl,-rpath,'{}'", cudnn->second.string(),
+                                  cudnn->second.parent_path().string());
+        break;
+      }
+    break;
+  }
+  return found;
+}
+
+namespace {}  // namespace
 
 CudaArtifacts build_cuda_artifacts(const KernelPlan& plan, const std::string& arch,
                                    const std::function<void(const std::string&)>& on_compile) {
@@ -33,32 +84,41 @@ CudaArtifacts build_cuda_artifacts(const KernelPlan& plan, const std::string& ar
   if (!nvrtc) throw Error("CUDA backend: " + why, Error::Kind::Unsupported);
   int major = 0, minor = 0;
   nvrtc->nvrtcVersion(&major, &minor);
-  HostedCuda units = print_cuda_hosted(plan);
+  const HostLibraries libraries = find_host_libraries();
+  HostedCuda units = print_cuda_hosted(plan, !libraries.libraries.empty());
   const std::string cxx = system_compiler();
-  const std::string flags = "-std=c++17 -O2 -fPIC -shared -w";
-  fs::path dir = cache_root() / "cuda" /
-                 source_hash(fmt::format("{}\n{}\n{} nvrtc {}.{}\n{} {}", units.device, units.host,
-                                         arch, major, minor, cxx, flags));
+  const std::string flags = "-std=c++17 -O2 -fPIC -shared -w" + libraries.flags;
+  fs::path dir =
+      cache_root() / "cuda" /
+      source_hash(fmt::format("{}\n{}\n{} nvrtc {}.{}\n{} {}{}", units.device, units.host, arch,
+                              major, minor, cxx, flags, libraries.libs));
   CudaArtifacts a;
+  a.host_libraries = libraries.libraries;
   a.cubin = dir / ("kernels." + arch + ".cubin");
   a.host_library = dir / "host.so";
   a.cached = fs::exists(a.cubin) && fs::exists(a.host_library);
   const bool need_cubin = !fs::exists(a.cubin), need_host = !fs::exists(a.host_library);
+  const std::string against =
+      libraries.libraries.empty()
+          ? ""
+          : fmt::format(" against {}", fmt::join(libraries.libraries, " and "));
   if (on_compile && (need_cubin || need_host))
-    on_compile(fmt::format("compiling {}{}{} (first use; cached in {})",
-                           need_cubin ? fmt::format("{} CUDA stages with NVRTC {}.{} for {}",
-                                                    plan.stages.size(), major, minor, arch)
-                                      : "",
-                           need_cubin && need_host ? " and " : "",
-                           need_host ? fmt::format("the CUDA host code with {}", cxx) : "",
-                           dir.parent_path().string()));
+    on_compile(
+        fmt::format("compiling {}{}{} (first use; cached in {})",
+                    need_cubin ? fmt::format("{} CUDA stages with NVRTC {}.{} for {}",
+                                             plan.stages.size(), major, minor, arch)
+                               : "",
+                    need_cubin && need_host ? " and " : "",
+                    need_host ? fmt::format("the CUDA host code with {}{}", cxx, against) : "",
+                    dir.parent_path().string()));
   // The two compiles share nothing, so the host code builds while NVRTC runs. (Declared before
   // anything the NVRTC branch may throw past: the future's destructor waits for the build.)
   std::future<double> host;
   if (need_host)
-    host = std::async(std::launch::async, [&units, &cxx, &flags, &a] {
+    host = std::async(std::launch::async, [&units, &cxx, &flags, &libraries, &a] {
       auto t0 = std::chrono::steady_clock::now();
-      compile_shared_library(units.host, fmt::format("'{}' {}", cxx, flags), "", a.host_library);
+      compile_shared_library(units.host, fmt::format("'{}' {}", cxx, flags), libraries.libs,
+                             a.host_library);
       return seconds_since(t0);
     });
   if (need_cubin) {
@@ -160,7 +220,10 @@ std::unique_ptr<CudaModule> CudaModule::build(
   s.check(a.cuModuleLoadData(&s.module, cubin.data()), "cuModuleLoadData");
   if (a.cublasCreate(&s.blas) != 0)
     throw Error("CUDA backend: cublasCreate failed", Error::Kind::Unsupported);
-  s.host = ::dlopen(artifacts.host_library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // Host code that links the CUDA runtime stays loaded: its libraries keep handles (cuDNN's,
+  // cuBLASLt's) and device memory for the life of the process.
+  s.host = ::dlopen(artifacts.host_library.c_str(),
+                    RTLD_NOW | RTLD_LOCAL | (artifacts.host_libraries.empty() ? 0 : RTLD_NODELETE));
   if (!s.host)
     throw Error(fmt::format("CUDA backend: cannot load {}: {}", artifacts.host_library.string(),
                             ::dlerror()),

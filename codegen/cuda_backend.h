@@ -6,7 +6,10 @@
 // $XDG_CACHE_HOME/eqfuse/cuda (codegen/build_cache.h) by a hash of the sources, the
 // architecture and NVRTC's version. The host code reaches the GPU through a table of the
 // driver API (launches) and cuBLAS (matrix products), loaded with dlopen (support/cuda_driver.h),
-// so eqfuse links no CUDA library and needs no nvcc.
+// so eqfuse links no CUDA library and needs no nvcc. Where the CUDA toolkit's runtime and
+// cuBLASLt are installed with their headers (find_host_libraries), the host code is built against
+// them and calls cuBLASLt with its epilogues and cuDNN (where that is installed too) itself, as a
+// generated tree does, so that the library runs the same code as `eqfuse compile`'s trees.
 //
 // Building the artifacts needs no GPU (build_cuda_artifacts: NVRTC and a C++ compiler), which is
 // how machines without one check them; CudaModule::build needs a GPU and says so (BadInput,
@@ -43,10 +46,22 @@ struct EqfHost {
 using RunHosted = int (*)(const int64_t* dims, const void* const* inputs, void* const* outputs,
                           const void* weights, void* arena, const EqfHost* host);
 
+// What the hosted host code may be built against: the CUDA runtime and cuBLASLt of the toolkit
+// in $CUDA_HOME, $CUDA_PATH or /usr/local/cuda (the first with both, headers and libraries), and
+// cuDNN from $CUDNN_ROOT or that toolkit. None found: `libraries` is empty and the host code
+// reaches the GPU only through the EqfHost table.
+struct HostLibraries {
+  std::vector<std::string> libraries;  // "cuBLASLt", then "cuDNN" where found
+  std::string flags;                   // for the compiler: include directories, EQFUSE_CUDNN
+  std::string libs;                    // to link: the libraries' files and their rpaths
+};
+HostLibraries find_host_libraries();
+
 struct CudaArtifacts {
-  std::filesystem::path cubin;         // NVRTC's output for `arch`
-  std::filesystem::path host_library;  // the host unit, built with the system compiler
-  bool cached = false;                 // both found in the cache
+  std::filesystem::path cubin;              // NVRTC's output for `arch`
+  std::filesystem::path host_library;       // the host unit, built with the system compiler
+  std::vector<std::string> host_libraries;  // what the host code calls itself (HostLibraries)
+  bool cached = false;                      // both found in the cache
   double nvrtc_seconds = 0, host_seconds = 0;
 };
 

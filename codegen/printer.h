@@ -71,7 +71,8 @@
 // Everything outside that table is checked on every CI run by running the C++ twin against the
 // interpreter; the CUDA-only part by building with nvcc, by running the CUDA source on the
 // tests' CPU emulator against the interpreter (tests/codegen/cuda_emulation.h; its cuBLAS and
-// cuDNN are loops), and by GPU runs. The hosted units below have no cuDNN form.
+// cuDNN are loops), and by GPU runs. The hosted units below take cuBLASLt's and cuDNN's forms
+// only where their host code is built against the CUDA runtime (`runtime`).
 //
 // The generated unit exports a C API (see kernel_api_text()): the arena size for a binding of
 // the dims, and a run function taking the dims, input and output pointers, the weights blob
@@ -121,10 +122,15 @@ std::string kernel_api_text(Target target);
 // launches kernels, calls cuBLAS and records events through a table the caller passes:
 //   extern "C" int eqfuse_run_hosted(dims, inputs, outputs, weights, arena, const EqfHost* H)
 // (struct EqfHost is declared at the top of `host`), with the arena, interface and
-// eqfuse_num_stages functions of the other units.
+// eqfuse_num_stages functions of the other units. With `runtime` the host code is to be built
+// against the CUDA runtime and cuBLASLt (their headers and libraries; cuDNN's too where the
+// build defines EQFUSE_CUDNN, as in a tree), and then calls cuBLASLt with its epilogues and
+// cuDNN exactly as a generated tree does (the same runtimes, on the default stream, in the
+// context the table's launches use); without it, products go to the table's cuBLAS and
+// convolutions run in their kernels.
 struct HostedCuda {
   std::string device, host;
 };
-HostedCuda print_cuda_hosted(const KernelPlan& plan);
+HostedCuda print_cuda_hosted(const KernelPlan& plan, bool runtime = false);
 
 }  // namespace eqfuse::codegen

@@ -6,7 +6,7 @@
 namespace eqfuse::codegen::detail {
 
 bool Writer::cudnn_conv(const Stage& s) const {
-  if (target_ != Target::Cuda || hosted_ || s.kind != StageKind::Conv) return false;
+  if (target_ != Target::Cuda || !runtime_ || s.kind != StageKind::Conv) return false;
   const ir::Node& n = g_.node(s.node);
   const ValueId x = n.inputs[0], w = n.inputs[1];
   if (rank(x) != 4 || !plan_.buffer(s.output)) return false;
@@ -89,12 +89,15 @@ std::string Writer::cudnn_conv_call(const Stage& s, size_t index, ValueId writte
   const std::string raw_type = storage_type(dt);
   // The launches write through the lambda's `out` instead of the stage's buffer, so that the
   // choice can time both forms on scratch memory (the stage may write in place over a value it
-  // reads).
+  // reads). The written buffer is a kernel's first argument after the dims: `(D, p<o>` in a
+  // launch, `{&D, &p<o>` in a hosted launch's argument addresses.
   auto redirect = [&](std::string code) {
-    const std::string from = fmt::format("(D, p{}", o);
-    for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at + 1))
-      if (at + from.size() < code.size() && !std::isdigit(code[at + from.size()]))  // not p{o}7
-        code.replace(at, from.size(), "(D, out");
+    for (const auto& [from, to] :
+         {std::pair{fmt::format("(D, p{}", o), std::string("(D, out")},
+          std::pair{fmt::format("{{&D, &p{}", o), std::string("{&D, &out")}})
+      for (size_t at = code.find(from); at != std::string::npos; at = code.find(from, at + 1))
+        if (at + from.size() < code.size() && !std::isdigit(code[at + from.size()]))  // not p{o}7
+          code.replace(at, from.size(), to);
     return code;
   };
   auto dims = [&](ValueId v) {
@@ -249,7 +252,7 @@ std::string Writer::cublas_call(const Stage& s, size_t index, const LibraryGemm&
 }
 
 std::optional<Writer::LtEpilogue> Writer::cublaslt_epilogue(const Stage& s, size_t index) const {
-  if (target_ != Target::Cuda || hosted_ || !plan_.cublaslt) return std::nullopt;
+  if (target_ != Target::Cuda || !runtime_ || !plan_.cublaslt) return std::nullopt;
   const Contraction c = contraction(g_, g_.node(s.node));
   const Buffer* out = plan_.buffer(s.output);
   const DType t = out->dtype;

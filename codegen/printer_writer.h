@@ -149,9 +149,16 @@ extern const char* const kCudnnRuntime;     // cuDNN's forms and their run-time 
 class Writer {
  public:
   // `hosted`: CUDA whose host part eqfuse runs (print_cuda_hosted): kernels are extern "C" and
-  // the host code launches, calls cuBLAS and records events through an EqfHost table.
-  Writer(const KernelPlan& plan, Target target, bool hosted = false)
-      : plan_(plan), g_(plan.graph), target_(target), hosted_(hosted), forms(plan.stages.size()) {}
+  // the host code launches, calls cuBLAS and records events through an EqfHost table;
+  // `runtime`: that host code is built against the CUDA runtime, so it may call cuBLASLt and
+  // cuDNN itself, as a tree does.
+  Writer(const KernelPlan& plan, Target target, bool hosted = false, bool runtime = false)
+      : plan_(plan),
+        g_(plan.graph),
+        target_(target),
+        hosted_(hosted),
+        runtime_(!hosted || runtime),
+        forms(plan.stages.size()) {}
 
   // One stage as a function (and, for CUDA, its launch), appended to `functions`; the call
   // the run function makes, appended to `calls`.
@@ -162,6 +169,7 @@ class Writer {
   const ir::Graph& g_;
   Target target_;
   bool hosted_;
+  bool runtime_;  // host code may call the CUDA runtime and its libraries (not hosted, or built so)
   std::string out_;
   int depth_ = 0;
   int counter_ = 0;
@@ -480,7 +488,7 @@ class Writer {
   // over the product, at most one bias of one element per column and at most one stored matrix
   // of the product's shape, under nothing or a Relu). The stage it merges then runs only where
   // cuBLASLt takes no algorithm for the shape (`eqf_unfused_s<index>`, after cuBLAS), as does the
-  // Gemm's C kernel. Not in the hosted form (`eqfuse run`), which keeps cuBLAS and the kernels.
+  // Gemm's C kernel. In the hosted form (`eqfuse run`) only where built with the runtime.
   struct LtEpilogue {
     ValueId bias = ir::kNoValue;  // one element per column of the product
     ValueId c = ir::kNoValue;     // the product's shape, times beta

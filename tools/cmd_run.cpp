@@ -163,6 +163,7 @@ int run_model(RunOptions opt) {
       }
       plan = &gpu->plan();
       generated = "CUDA on " + build.gpu + " (" + build.arch + ")";
+      for (const std::string& library : build.artifacts.host_libraries) generated += ", " + library;
       cached = build.artifacts.cached;
     }
     build_ms = ms_since(tb);

@@ -21,6 +21,8 @@ import subprocess
 import tempfile
 import time
 
+from run import find_cudnn
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -51,6 +53,12 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     env = dict(os.environ)
     env["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="eqfuse-cache-")  # empty: NVRTC runs
+    # The host code links cuDNN where eqfuse finds it: the toolkit's, else PyTorch's wheel.
+    cudnn = find_cudnn()
+    if cudnn and "CUDNN_ROOT" not in env:
+        env["CUDNN_ROOT"] = os.path.dirname(cudnn[0])
+    print(f"cuDNN: {cudnn[1] if cudnn else 'not found (convolutions in eqfuse kernels only)'}",
+          flush=True)
     runs, calibrate = [], None
     root = os.path.join(args.trees, "onnx")
     first = sorted(os.listdir(root))[0]

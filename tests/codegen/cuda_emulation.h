@@ -24,5 +24,12 @@ std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
 std::vector<std::vector<ir::Tensor>> run_cuda_emulated_sets(
     const ir::Graph& graph, const std::vector<std::vector<ir::Tensor>>& input_sets,
     const codegen::PlanOptions& options = {}, const std::string& conv_form = "kernels");
+// The hosted units of `eqfuse run --backend cuda` (print_cuda_hosted with the runtime: cuBLASLt
+// and cuDNN called by the host code) run the same way: the device unit built against the
+// emulator with a harness that launches its kernels by name, the host unit against the
+// emulator's runtime and libraries, joined by an EqfHost table as the CUDA backend joins them.
+std::vector<std::vector<ir::Tensor>> run_cuda_hosted_emulated_sets(
+    const ir::Graph& graph, const std::vector<std::vector<ir::Tensor>>& input_sets,
+    const codegen::PlanOptions& options = {}, const std::string& conv_form = "kernels");
 
 }  // namespace eqfuse::testing

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 
@@ -89,6 +91,21 @@ TEST_CASE("NVRTC compiles the hosted kernels of every kind, f32 and bf16") {
       codegen::CudaArtifacts a = codegen::build_cuda_artifacts(plan, arch);
       CHECK(std::filesystem::file_size(a.cubin) > 0);
       CHECK(std::filesystem::exists(a.host_library));
+      // Where the toolkit's runtime and cuBLASLt are installed, the host code is built against
+      // them (and cuDNN), calls cuBLASLt and cuDNN itself, and loads (no GPU needed for that).
+      CHECK(a.host_libraries == codegen::find_host_libraries().libraries);
+      if (!a.host_libraries.empty()) {
+        std::ifstream in(std::filesystem::path(a.host_library).replace_extension(".cpp"));
+        std::string host((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        CHECK(host.find("eqf_lt_gemm(&lt") != std::string::npos);
+        CHECK(host.find("eqf_conv_run(") != std::string::npos);
+        void* handle = ::dlopen(a.host_library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+        INFO((handle ? "" : ::dlerror()));
+        CHECK(handle);
+        if (handle) CHECK(::dlsym(handle, "eqfuse_run_hosted"));
+      } else {
+        WARN("the CUDA runtime and cuBLASLt are not installed: the host code uses the table only");
+      }
       // A second build of the same sources is a cache hit.
       CHECK(codegen::build_cuda_artifacts(plan, arch).cached);
     }

@@ -40,9 +40,10 @@ ir::Tensor random_tensor(const std::vector<int64_t>& dims, uint64_t seed) {
 bool narrow_vector_pass = false;
 
 // Runs the graph in the twin, in the CUDA source on the emulator (cuda_emulation.h) and in the
-// interpreter at the given input dims.
+// interpreter at the given input dims; with `hosted`, also in the hosted units `eqfuse run
+// --backend cuda` builds against the CUDA runtime.
 void check_twin(const ir::Graph& g, const std::vector<std::vector<int64_t>>& input_dims,
-                const codegen::PlanOptions& options = {}) {
+                const codegen::PlanOptions& options = {}, bool hosted = false) {
   std::vector<ir::Tensor> inputs;
   for (size_t k = 0; k < input_dims.size(); ++k) {
     ir::DType t = g.value(g.inputs()[k]).type.dtype;
@@ -66,6 +67,9 @@ void check_twin(const ir::Graph& g, const std::vector<std::vector<int64_t>>& inp
   };
   check("C++ twin", twin->run(inputs));
   if (!narrow_vector_pass) check("CUDA, emulated", testing::run_cuda_emulated(g, inputs, options));
+  if (hosted && !narrow_vector_pass)
+    check("hosted CUDA, emulated",
+          testing::run_cuda_hosted_emulated_sets(g, {inputs}, options).front());
 }
 
 // Runs `check` with the twin built as this machine builds it and, on x86-64, again without AVX,
@@ -377,8 +381,14 @@ TEST_CASE("CUDA products with their epilogues in cuBLASLt: bias, relu, residual,
   CHECK(cuda.find("CUBLASLT_EPILOGUE_RELU_BIAS") != std::string::npos);
   CHECK(cuda.find("CUBLASLT_EPILOGUE_RELU)") != std::string::npos);
   const std::vector<std::vector<int64_t>> dims = {{5, 37}, {2, 5, 37}, {5, 29}, {5, 29}};
+  // `eqfuse run --backend cuda` calls cuBLASLt the same way where its host code is built against
+  // the CUDA runtime.
+  const codegen::HostedCuda hosted = codegen::print_cuda_hosted(codegen::make_plan(g), true);
+  CHECK(hosted.host.find("CUBLASLT_EPILOGUE_RELU_BIAS") != std::string::npos);
+  CHECK(codegen::print_cuda_hosted(codegen::make_plan(g)).host.find("cublasLt") ==
+        std::string::npos);
   ::setenv("EQFUSE_CUBLASLT", "strict", 1);  // a product cuBLASLt does not run fails the run
-  check_twin(g, dims);
+  check_twin(g, dims, {}, /*hosted=*/true);
   ::unsetenv("EQFUSE_CUBLASLT");
   for (const char* other_form : {"EQF_EMULATOR_CUBLASLT_NONE", "EQF_EMULATOR_CUBLASLT_FAIL"}) {
     ::setenv(other_form, "1", 1);
@@ -724,19 +734,27 @@ TEST_CASE("CUDA convolutions through cuDNN: bias, epilogues in place, groups, 16
   const std::vector<std::vector<ir::Tensor>> sets = {
       {random_tensor({1, 20, 11, 9}, 12)}, inputs, {random_tensor({1, 20, 11, 9}, 13)}};
   ::setenv("EQFUSE_CONV_CHECK", "fail", 1);
-  for (const char* form : {"cudnn", "cudnn-unfused", "auto"}) {
-    std::vector<std::vector<ir::Tensor>> got = testing::run_cuda_emulated_sets(g, sets, {}, form);
-    REQUIRE(got.size() == sets.size());
-    for (size_t set = 0; set < sets.size(); ++set) {
-      std::vector<ir::Tensor> want = ir::Interpreter(g).run(sets[set]);
-      REQUIRE(got[set].size() == want.size());
-      for (size_t k = 0; k < want.size(); ++k) {
-        frontend::Comparison c = frontend::compare_tensors(got[set][k], want[k], 1e-4, 1e-5);
-        INFO(form << ", input set " << set << ", output " << k << ": " << c.str());
-        CHECK(c.match);
+  // The hosted units of `eqfuse run --backend cuda`, built against the runtime, call cuDNN the
+  // same way.
+  CHECK(codegen::print_cuda_hosted(codegen::make_plan(g), true).host.find("eqf_conv_run(") !=
+        std::string::npos);
+  for (bool hosted : {false, true})
+    for (const char* form : {"cudnn", "cudnn-unfused", "auto"}) {
+      std::vector<std::vector<ir::Tensor>> got =
+          hosted ? testing::run_cuda_hosted_emulated_sets(g, sets, {}, form)
+                 : testing::run_cuda_emulated_sets(g, sets, {}, form);
+      REQUIRE(got.size() == sets.size());
+      for (size_t set = 0; set < sets.size(); ++set) {
+        std::vector<ir::Tensor> want = ir::Interpreter(g).run(sets[set]);
+        REQUIRE(got[set].size() == want.size());
+        for (size_t k = 0; k < want.size(); ++k) {
+          frontend::Comparison c = frontend::compare_tensors(got[set][k], want[k], 1e-4, 1e-5);
+          INFO((hosted ? "hosted, " : "")
+               << form << ", input set " << set << ", output " << k << ": " << c.str());
+          CHECK(c.match);
+        }
       }
     }
-  }
   ::unsetenv("EQFUSE_CONV_CHECK");
   // Under --precision the convolutions read a 16-bit copy of the f32 input, and cuDNN takes all
   // three operands at 16 bits: the same as the twin, up to the finish kernel's second rounding.
