@@ -10,6 +10,7 @@
 #include <future>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -28,16 +29,23 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// `dir`/include/`header` and the first of `dir`/{lib64,lib}/`names` that exist, as the
-// include directory and the library's file; nullopt where either is missing.
+// `dir`/include/`header` and the first of `dir`/{lib64,lib,lib/<multiarch>}/`names` that
+// exist, as the include directory and the library's file (symbolic links resolved, so that the
+// cache key changes with an upgrade in place); nullopt where either is missing, or where a path
+// would not survive the compiler's command line (a quote in it).
 std::optional<std::pair<fs::path, fs::path>> find_library(const fs::path& dir,
                                                           const std::string& header,
                                                           const std::vector<std::string>& names) {
   std::error_code ec;
   if (dir.empty() || !fs::exists(dir / "include" / header, ec)) return std::nullopt;
-  for (const char* sub : {"lib64", "lib"})
+  for (const char* sub : {"lib64", "lib", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"})
     for (const std::string& name : names)
-      if (fs::exists(dir / sub / name, ec)) return std::pair{dir / "include", dir / sub / name};
+      if (fs::exists(dir / sub / name, ec)) {
+        const fs::path file = fs::canonical(dir / sub / name, ec);
+        const std::string paths = (dir / "include").string() + file.string();
+        if (ec || paths.find('\'') != std::string::npos) return std::nullopt;
+        return std::pair{dir / "include", file};
+      }
   return std::nullopt;
 }
 
@@ -62,7 +70,7 @@ HostLibraries find_host_libraries() {
     found.libs = fmt::format(" '{}' '{}' -Wl,-rpath,'{}' -Wl,-rpath,'{}'", cudart->second.string(),
                              lt->second.string(), cudart->second.parent_path().string(),
                              lt->second.parent_path().string());
-    for (const std::string& cudnn_root : {env_or("CUDNN_ROOT"), root})
+    for (const std::string& cudnn_root : {env_or("CUDNN_ROOT"), root, std::string("/usr")})
       if (auto cudnn = find_library(cudnn_root, "cudnn.h", {"libcudnn.so", "libcudnn.so.9"})) {
         found.libraries.push_back("cuDNN");
         found.flags += fmt::format(" -DEQFUSE_CUDNN -I'{}'", cudnn->first.string());
@@ -75,16 +83,14 @@ HostLibraries find_host_libraries() {
   return found;
 }
 
-namespace {}  // namespace
+namespace {
 
-CudaArtifacts build_cuda_artifacts(const KernelPlan& plan, const std::string& arch,
-                                   const std::function<void(const std::string&)>& on_compile) {
-  std::string why;
-  auto nvrtc = cuda::load_nvrtc(&why);
-  if (!nvrtc) throw Error("CUDA backend: " + why, Error::Kind::Unsupported);
+// The artifacts with the host code built against `libraries` (none: the table only).
+CudaArtifacts build_with(const KernelPlan& plan, const std::string& arch,
+                         const std::function<void(const std::string&)>& on_compile,
+                         const cuda::NvrtcApi* nvrtc, const HostLibraries& libraries) {
   int major = 0, minor = 0;
   nvrtc->nvrtcVersion(&major, &minor);
-  const HostLibraries libraries = find_host_libraries();
   HostedCuda units = print_cuda_hosted(plan, !libraries.libraries.empty());
   const std::string cxx = system_compiler();
   const std::string flags = "-std=c++17 -O2 -fPIC -shared -w" + libraries.flags;
@@ -130,6 +136,29 @@ CudaArtifacts build_cuda_artifacts(const KernelPlan& plan, const std::string& ar
   }
   if (host.valid()) a.host_seconds = host.get();
   return a;
+}
+
+}  // namespace
+
+CudaArtifacts build_cuda_artifacts(const KernelPlan& plan, const std::string& arch,
+                                   const std::function<void(const std::string&)>& on_compile) {
+  std::string why;
+  auto nvrtc = cuda::load_nvrtc(&why);
+  if (!nvrtc) throw Error("CUDA backend: " + why, Error::Kind::Unsupported);
+  const HostLibraries libraries = find_host_libraries();
+  if (libraries.libraries.empty()) return build_with(plan, arch, on_compile, nvrtc.get(), {});
+  try {
+    return build_with(plan, arch, on_compile, nvrtc.get(), libraries);
+  } catch (const Error& e) {
+    // Headers that do not build with this compiler, say: the table's forms still run.
+    if (e.kind() != Error::Kind::Internal) throw;
+    CudaArtifacts a = build_with(plan, arch, on_compile, nvrtc.get(), {});
+    a.host_libraries_refused = fmt::format(
+        "the host code did not build against {} ({}); it runs "
+        "without them",
+        fmt::join(libraries.libraries, " and "), std::string(e.what()).substr(0, 400));
+    return a;
+  }
 }
 
 // ---- the GPU session ----------------------------------------------------------------------
@@ -280,14 +309,24 @@ std::vector<ir::Tensor> CudaModule::run(const std::vector<ir::Tensor>& inputs) c
   void* arena = reinterpret_cast<void*>(alloc(size_t(arena_bytes)));
 
   EqfHost table{&s, &Session::launch, &Session::gemm, nullptr};
-  s.failure.clear();
-  int rc = s.run(dims.data(), in.data(), out.data(), reinterpret_cast<const void*>(s.weights),
-                 arena, &table);
+  int rc = 0;
+  {
+    // One run at a time in this process: host code built against the libraries keeps
+    // process-wide state (handles, scratch memory, the convolutions' choices), shared by every
+    // module of the same model. The GPU work itself is ordered on the default stream.
+    static std::mutex one_run;
+    std::lock_guard<std::mutex> lock(one_run);
+    s.failure.clear();
+    rc = s.run(dims.data(), in.data(), out.data(), reinterpret_cast<const void*>(s.weights), arena,
+               &table);
+  }
   if (rc != 0)
     throw Error("CUDA backend: the run failed: " +
-                    (rc == -2            ? std::string("a buffer is not 16-byte aligned")
-                     : s.failure.empty() ? std::string("?")
-                                         : s.failure),
+                    (rc == -2 ? std::string("a buffer is not 16-byte aligned")
+                     : !s.failure.empty()
+                         ? s.failure
+                         : std::string("a library call (cuBLASLt, cuDNN) failed or a check "
+                                       "refused its result; see the messages above")),
                 Error::Kind::Internal);
   s.check(a.cuCtxSynchronize(), "running the kernels");
   for (size_t k = 0; k < outputs.size(); ++k)

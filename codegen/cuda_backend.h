@@ -48,8 +48,11 @@ using RunHosted = int (*)(const int64_t* dims, const void* const* inputs, void* 
 
 // What the hosted host code may be built against: the CUDA runtime and cuBLASLt of the toolkit
 // in $CUDA_HOME, $CUDA_PATH or /usr/local/cuda (the first with both, headers and libraries), and
-// cuDNN from $CUDNN_ROOT or that toolkit. None found: `libraries` is empty and the host code
-// reaches the GPU only through the EqfHost table.
+// cuDNN from $CUDNN_ROOT, that toolkit or /usr (a distribution's package). None found:
+// `libraries` is empty and the host code reaches the GPU only through the EqfHost table. Host
+// code built so keeps process-wide state (the libraries' handles, cuDNN's workspace and the
+// convolutions' choices, as a tree's run function does), stays loaded until the process ends,
+// and runs one call at a time (CudaModule::run serializes them).
 struct HostLibraries {
   std::vector<std::string> libraries;  // "cuBLASLt", then "cuDNN" where found
   std::string flags;                   // for the compiler: include directories, EQFUSE_CUDNN
@@ -61,12 +64,15 @@ struct CudaArtifacts {
   std::filesystem::path cubin;              // NVRTC's output for `arch`
   std::filesystem::path host_library;       // the host unit, built with the system compiler
   std::vector<std::string> host_libraries;  // what the host code calls itself (HostLibraries)
+  std::string host_libraries_refused;       // why not, where they were found but did not build
   bool cached = false;                      // both found in the cache
   double nvrtc_seconds = 0, host_seconds = 0;
 };
 
 // Compiles the plan's hosted units for `arch` ("sm_90", "sm_90a", "sm_86"), or finds them in the
 // cache; NVRTC and the host compiler run at once. `on_compile` hears one line before they start.
+// Host code that does not build against the libraries found is built without them (the reason
+// in host_libraries_refused).
 // Error (Unsupported) where NVRTC is not installed or refuses the kernels (its log quoted), Error
 // (Internal) where the C++ compiler fails.
 CudaArtifacts build_cuda_artifacts(const KernelPlan& plan, const std::string& arch,

@@ -529,7 +529,9 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     block_items_ = false;  // a thread per element
     std::string fn;
     std::string launch = cuda_kernel(name + "_finish", head, written, finish_items, false, fn);
-    functions += "#if defined(EQFUSE_CUDNN)\n" + fn + "#endif\n\n";
+    // A tree builds it where it is built with cuDNN; a hosted device unit (NVRTC, which gets no
+    // defines) always has it, for a host unit that may be built with cuDNN.
+    functions += hosted_ ? fn : "#if defined(EQFUSE_CUDNN)\n" + fn + "#endif\n\n";
     return fmt::format("{{\n        const int64_t n = {};\n        {}\n      }}", finish_items,
                        launch);
   };

@@ -164,6 +164,8 @@ int run_model(RunOptions opt) {
       plan = &gpu->plan();
       generated = "CUDA on " + build.gpu + " (" + build.arch + ")";
       for (const std::string& library : build.artifacts.host_libraries) generated += ", " + library;
+      if (!build.artifacts.host_libraries_refused.empty())
+        std::cerr << "warning: " << build.artifacts.host_libraries_refused << "\n";
       cached = build.artifacts.cached;
     }
     build_ms = ms_since(tb);

@@ -23,16 +23,19 @@ namespace eqfuse::testing {
 
 namespace {
 
-// Builds `source` against the emulator (with EQFUSE_CUDNN) into `dir`/`name`.so and opens it.
-void* build_emulated(const fs::path& dir, const std::string& name, const std::string& source) {
+// Builds `source` against the emulator into `dir`/`name`.so and opens it; `defines` as the
+// compiler's -D flags (" -DEQFUSE_CUDNN": built with cuDNN, as a tree where cuDNN is found).
+void* build_emulated(const fs::path& dir, const std::string& name, const std::string& source,
+                     const std::string& defines) {
   const fs::path cpp = dir / (name + ".cpp"), so = dir / (name + ".so"),
                  log = dir / (name + ".log");
   std::ofstream(cpp) << source;
   const char* cxx = std::getenv("CXX");
   std::string cmd = fmt::format(
-      "'{}' -std=c++17 -O1 -fno-strict-aliasing -fPIC -shared -w -DEQFUSE_CUDNN "
+      "'{}' -std=c++17 -O1 -fno-strict-aliasing -fPIC -shared -w{} "
       "-fsanitize=alignment -fno-sanitize-recover=alignment -I'{}' -o '{}' '{}' > '{}' 2>&1",
-      cxx && *cxx ? cxx : "c++", EQFUSE_CUDA_EMULATOR_DIR, so.string(), cpp.string(), log.string());
+      cxx && *cxx ? cxx : "c++", defines, EQFUSE_CUDA_EMULATOR_DIR, so.string(), cpp.string(),
+      log.string());
   if (std::system(cmd.c_str()) != 0) {
     std::stringstream text;
     text << std::ifstream(log).rdbuf();
@@ -45,13 +48,26 @@ void* build_emulated(const fs::path& dir, const std::string& name, const std::st
   return handle;
 }
 
-fs::path fresh_dir() {
-  static int builds = 0;
-  fs::path dir =
-      fs::temp_directory_path() / fmt::format("eqfuse-cuda-emulation-{}-{}", ::getpid(), builds++);
-  fs::create_directories(dir);
-  return dir;
-}
+// A scratch folder and the libraries built in it, closed and removed on every way out.
+struct Scratch {
+  fs::path dir;
+  std::vector<void*> handles;
+  Scratch() {
+    static int builds = 0;
+    dir = fs::temp_directory_path() /
+          fmt::format("eqfuse-cuda-emulation-{}-{}", ::getpid(), builds++);
+    fs::create_directories(dir);
+  }
+  ~Scratch() {
+    for (void* h : handles) ::dlclose(h);
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  void* build(const std::string& name, const std::string& source, const std::string& defines) {
+    handles.push_back(build_emulated(dir, name, source, defines));
+    return handles.back();
+  }
+};
 
 // A hosted unit's kernels (extern "C" __global__ void NAME(PARAMS)) called by name with their
 // arguments' addresses, as the driver's cuLaunchKernel takes them, and the table's GEMM through
@@ -84,9 +100,10 @@ std::string hosted_harness(const std::string& device) {
          "  return 1;\n}\n\n"
          "static cudaDataType eqf_cuda_type(int onnx) {\n"
          "  return onnx == 10 ? CUDA_R_16F : onnx == 16 ? CUDA_R_16BF : CUDA_R_32F;\n}\n"
-         "extern \"C\" int eqf_emulated_gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, "
-         "float alpha, const void* a, int at, int64_t lda, int64_t sa, const void* b, int bt, "
-         "int64_t ldb, int64_t sb, void* c, int ct, int64_t ldc, int64_t sc, int64_t batch) {\n"
+         "extern \"C\" int eqf_emulated_gemm(void*, int ta, int tb, int64_t m, int64_t n, "
+         "int64_t k, float alpha, const void* a, int at, int64_t lda, int64_t sa, const void* b, "
+         "int bt, int64_t ldb, int64_t sb, void* c, int ct, int64_t ldc, int64_t sc, "
+         "int64_t batch) {\n"
          "  const float beta = 0;\n  cublasHandle_t h;\n  cublasCreate(&h);\n"
          "  return cublasGemmStridedBatchedEx(h, (cublasOperation_t)ta, (cublasOperation_t)tb, "
          "(int)m, (int)n, (int)k, &alpha, a, eqf_cuda_type(at), (int)lda, sa, b, "
@@ -116,21 +133,18 @@ std::vector<std::vector<ir::Tensor>> run_cuda_emulated_sets(
   source = std::regex_replace(source, launch, "eqf_emu::launch($2, [&] { $1($3); });");
   if (source.find("<<<") != std::string::npos)
     throw Error("cuda emulation: a launch the test does not rewrite", Error::Kind::Internal);
-  const fs::path dir = fresh_dir();
-  void* handle = build_emulated(dir, "kernels", source);
+  Scratch scratch;
+  void* handle = scratch.build("kernels", source, " -DEQFUSE_CUDNN");
   using TreeRun =
       int (*)(const int64_t*, const void* const*, void* const*, const void*, void*, void*);
   auto run = reinterpret_cast<TreeRun>(::dlsym(handle, "eqfuse_run"));
   auto arena_bytes = reinterpret_cast<ArenaBytes>(::dlsym(handle, "eqfuse_arena_bytes"));
   if (!run || !arena_bytes) throw Error("cuda emulation: no eqfuse_run", Error::Kind::Internal);
-  auto results = run_sets(
+  return run_sets(
       plan,
       [&](const int64_t* dims, const void* const* in, void* const* out, const void* weights,
           void* arena) { return run(dims, in, out, weights, arena, nullptr); },
       arena_bytes, input_sets, conv_form);
-  ::dlclose(handle);
-  fs::remove_all(dir);
-  return results;
 }
 
 std::vector<std::vector<ir::Tensor>> run_cuda_hosted_emulated_sets(
@@ -138,11 +152,13 @@ std::vector<std::vector<ir::Tensor>> run_cuda_hosted_emulated_sets(
     const codegen::PlanOptions& options, const std::string& conv_form) {
   codegen::KernelPlan plan = codegen::make_plan(graph, options);
   codegen::HostedCuda units = codegen::print_cuda_hosted(plan, /*runtime=*/true);
-  const fs::path dir = fresh_dir();
-  void* device = build_emulated(dir, "device",
-                                "#include <cuda_runtime.h>\n#include <string.h>\n" + units.device +
-                                    "#include <cublas_v2.h>\n" + hosted_harness(units.device));
-  void* host = build_emulated(dir, "host", "#include <cuda_runtime.h>\n" + units.host);
+  // The device unit as NVRTC builds it (no defines), the host unit with cuDNN.
+  Scratch scratch;
+  void* device = scratch.build("device",
+                               "#include <cuda_runtime.h>\n#include <string.h>\n" + units.device +
+                                   "#include <cublas_v2.h>\n" + hosted_harness(units.device),
+                               "");
+  void* host = scratch.build("host", "#include <cuda_runtime.h>\n" + units.host, " -DEQFUSE_CUDNN");
   using Launch = int (*)(const char*, unsigned, void**);
   using Gemm = decltype(codegen::EqfHost::gemm);
   static Launch launch = nullptr;  // the table's functions take no closure
@@ -164,9 +180,8 @@ std::vector<std::vector<ir::Tensor>> run_cuda_hosted_emulated_sets(
         return rc;
       },
       gemm, nullptr};
-  std::vector<std::vector<ir::Tensor>> results;
   try {
-    results = run_sets(
+    return run_sets(
         plan,
         [&](const int64_t* dims, const void* const* in, void* const* out, const void* weights,
             void* arena) { return run(dims, in, out, weights, arena, &table); },
@@ -177,10 +192,6 @@ std::vector<std::vector<ir::Tensor>> run_cuda_hosted_emulated_sets(
                   "', which the device unit lacks");
     throw;
   }
-  ::dlclose(host);
-  ::dlclose(device);
-  fs::remove_all(dir);
-  return results;
 }
 
 namespace {

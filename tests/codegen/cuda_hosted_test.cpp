@@ -99,6 +99,19 @@ TEST_CASE("NVRTC compiles the hosted kernels of every kind, f32 and bf16") {
         std::string host((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
         CHECK(host.find("eqf_lt_gemm(&lt") != std::string::npos);
         CHECK(host.find("eqf_conv_run(") != std::string::npos);
+        // Every kernel the host code may launch is in the cubin, the cuDNN form's finish
+        // kernel too (NVRTC gets no defines).
+        std::ifstream bin(a.cubin, std::ios::binary);
+        std::string cubin((std::istreambuf_iterator<char>(bin)), std::istreambuf_iterator<char>());
+        std::regex launched(R"re(H->launch\(H->ctx, "(\w+)")re");
+        size_t names = 0;
+        for (auto it = std::sregex_iterator(host.begin(), host.end(), launched);
+             it != std::sregex_iterator(); ++it, ++names) {
+          INFO((*it)[1]);
+          CHECK(cubin.find(".text." + (*it)[1].str() + std::string(1, '\0')) != std::string::npos);
+        }
+        CHECK(names > 0);
+        CHECK(host.find("_finish\"") != std::string::npos);
         void* handle = ::dlopen(a.host_library.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         INFO((handle ? "" : ::dlerror()));
         CHECK(handle);
