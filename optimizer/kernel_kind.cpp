@@ -77,8 +77,9 @@ bool admits(const KernelKindDecl& kind, const std::vector<BodyOp>& ops,
           // Computed by the previous stage, not a kernel input (that is a plain contraction).
           if (from_inputs(op.inputs[j])) return false;
           from = level_of(op.inputs[j]);
-        } else if (!from_inputs(op.inputs[j])) {
-          return false;
+        } else if (spec.computed_operands ? level_of(op.inputs[j]) != 0
+                                          : !from_inputs(op.inputs[j])) {
+          return false;  // computed by the first stage, or read as stored
         }
       }
       if (spec.chained_operand && *spec.chained_operand >= op.inputs.size()) return false;

@@ -95,9 +95,19 @@ KindContraction read_contraction(const Sexpr& part, const FusionKinds& kinds) {
     c.names.push_back(item.names[0]);
   }
   for (; i < part.items.size(); i += 2) {
-    if (part.items[i].kind != Sexpr::Kind::Keyword || part.items[i].text != "operand")
-      throw sexpr_error(part.items[i], "expected :operand K after a contraction's ops, found '" +
-                                           part.items[i].str() + "'");
+    const Sexpr& option = part.items[i];
+    if (option.kind == Sexpr::Kind::Keyword && option.text == "operands") {
+      if (i + 1 >= part.items.size() ||
+          !(part.items[i + 1].is_symbol("computed") || part.items[i + 1].is_symbol("stored")))
+        throw sexpr_error(option, "':operands' needs 'computed' or 'stored'");
+      c.computed_operands = part.items[i + 1].is_symbol("computed");
+      continue;
+    }
+    if (option.kind != Sexpr::Kind::Keyword || option.text != "operand")
+      throw sexpr_error(option,
+                        "expected :operand K or :operands computed after a contraction's ops, "
+                        "found '" +
+                            option.str() + "'");
     c.chained_operand = static_cast<size_t>(read_count(part, i, "operand", 0));
   }
   return c;

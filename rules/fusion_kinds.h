@@ -5,7 +5,7 @@
 // e-graph, so a kind says what is worth fusing, never what is true.
 //
 //   (fusion-ops ROLE OP...)       OPs play ROLE in kernels (a role may be declared in parts)
-//   (kernel-kind NAME STAGE (contract ITEM... [:operand K]) STAGE ...)
+//   (kernel-kind NAME STAGE (contract ITEM... [:operand K] [:operands computed]) STAGE ...)
 //      STAGE = (stage ITEM... [:row-max N]), ITEM = a role, an op, or (one ITEM...)
 //
 // A kind reads a body in dataflow order: the ops that depend on no contraction form the first
@@ -14,7 +14,10 @@
 // of a stage must be one of its items; `(one X)` asks for exactly one op matching X there;
 // `:row-max N` bounds the rows (last dim, static) that the stage's reductions span. A contraction
 // reads its operands from the kernel's inputs through `index-map` ops only, except operand K of
-// `:operand K`, which the previous stage computes (attention's P in P.V).
+// `:operand K`, which the previous stage computes (attention's P in P.V); with `:operands
+// computed` its other operands may also be computed by the first stage (code generation loads
+// them element by element, computing their pointwise work as it loads them, as an attention
+// stage does: the scale of Q, a bias of K), where a library call would need them stored.
 //
 // Roles with a fixed meaning: `pointwise` (built in: the op table's elementwise and broadcast
 // ops with one output), `index-map` (layout ops code generation folds into indexing),
@@ -47,6 +50,7 @@ struct KindStage {
 struct KindContraction {
   std::vector<std::string> names;         // roles or ops
   std::optional<size_t> chained_operand;  // `:operand K`
+  bool computed_operands = false;         // `:operands computed`
 };
 
 struct KernelKindDecl {

@@ -198,6 +198,39 @@ TEST_CASE("fusion makes one kernel of each kind on builder-made graphs",
   }
 }
 
+TEST_CASE("attention takes Q scaled before Q.K into its one kernel; a library GEMM does not",
+          "[optimizer][fusion][fast]") {
+  // The exports scale Q, not the scores: the attention kind computes its operands as it loads
+  // them (:operands computed), so the scale joins the kernel, which stays one attention stage.
+  ir::GraphBuilder b("scaled_q");
+  ir::ValueId q = b.input("q", ir::DType::f32, dims({2, 4, 16, 8}));
+  ir::ValueId k = b.input("k", ir::DType::f32, dims({2, 4, 16, 8}));
+  ir::ValueId v = b.input("v", ir::DType::f32, dims({2, 4, 16, 8}));
+  ir::ValueId kt = b.op("Transpose", {k}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}});
+  ir::ValueId qs = b.op("Div", {q, b.weight("scale", filled({}, 4, 0))});
+  ir::ValueId scores = b.op("MatMul", {qs, kt});
+  b.output(b.op("MatMul", {b.op("Softmax", {scores}, {{"axis", int64_t{-1}}}), v}));
+  optimizer::OptimizeResult r = optimizer::optimize(std::move(b).finish());
+  CHECK(r.report.kernels_after == 1);
+  CHECK(r.report.kernel_kinds["attention"] == 1);
+  CHECK(r.report.verified == "passed");
+  // A contraction handed to a library reads its operands stored: a Div before a lone MatMul
+  // is a kernel of its own (or a prologue nothing admits), never inside the product's kernel.
+  ir::GraphBuilder c("scaled_a");
+  ir::ValueId a = c.input("a", ir::DType::f32, dims({16, 8}));
+  ir::ValueId w = c.weight("w", filled({8, 12}, 5, 0));
+  c.output(c.op("Relu", {c.op("MatMul", {c.op("Div", {a, c.weight("s", filled({}, 4, 0))}), w})}));
+  ir::Graph lone = std::move(c).finish();
+  optimizer::OptimizeResult lr = optimizer::optimize(lone);
+  CHECK(lr.report.verified == "passed");
+  for (const ir::Node& n : lr.graph.nodes()) {
+    if (n.op_type != "Kernel") continue;
+    const std::string body = n.attrs.get_string("body", "");
+    INFO(body);
+    CHECK(!(body.find("Div") != std::string::npos && body.find("MatMul") != std::string::npos));
+  }
+}
+
 TEST_CASE("fusion forms only the kernel kinds the rule files declare",
           "[optimizer][fusion][fast]") {
   auto declare = [](const std::string& text) {

@@ -60,6 +60,9 @@ TEST_CASE("kernel kinds: each error names file:line:col", "[rules][fusion][fast]
   CHECK_THAT(parse_error("(kernel-kind k (stage pointwise) (contract MatMul) (stage pointwise)"
                          " (contract MatMul) (stage pointwise))"),
              Catch::Contains("give it :operand K"));
+  CHECK_THAT(parse_error("(kernel-kind k (stage pointwise) (contract MatMul :operands loaded) "
+                         "(stage pointwise))"),
+             Catch::Contains("k.rules:1:51") && Catch::Contains("'computed' or 'stored'"));
   CHECK_THAT(parse_error("(kernel-kind k (stage pointwise :row-max 0))"),
              Catch::Contains("k.rules:1:33") && Catch::Contains("':row-max' needs an integer"));
   CHECK_THAT(parse_error("(kernel-kind k (stage pointwise) (contract (one MatMul)) (stage Relu))"),
@@ -78,4 +81,9 @@ TEST_CASE("the library declares the kinds code generation implements", "[rules][
   CHECK(names == std::vector<std::string>{"pointwise", "reduction", "attention", "contraction"});
   CHECK(kinds.declared_in_role("contraction", "Conv"));
   CHECK(kinds.declared_in_role("row-reduction", "LayerNormalization"));
+  // The one-stage attention loads its operands and computes their pointwise work; the other
+  // contractions read theirs stored.
+  for (const KernelKindDecl& k : kinds.kinds)
+    for (const auto& c : k.contractions)
+      CHECK(c.computed_operands == (k.name == "attention" && k.contractions.size() == 2));
 }
