@@ -118,7 +118,50 @@ using ArenaBytes = int64_t (*)(const int64_t*);
 // `run` on each input set, twice (see run_cuda_emulated_sets).
 std::vector<std::vector<ir::Tensor>> run_sets(
     const codegen::KernelPlan& plan, const Run& run, ArenaBytes arena_bytes,
-    const std::vector<std::vector<ir::Tensor>>& input_sets, const std::string& conv_form);
+    const std::vector<std::vector<ir::Tensor>>& input_sets, const std::string& conv_form) {
+  ::setenv("EQFUSE_CONV", conv_form.c_str(), 1);
+  std::vector<unsigned char> weights = codegen::weights_blob(plan);
+  const ir::Graph& g = plan.graph;
+  std::vector<std::vector<ir::Tensor>> results;
+  int rc = 0;
+  std::string race;
+  for (const std::vector<ir::Tensor>& inputs : input_sets) {
+    std::vector<int64_t> dims = codegen::bind_dims(plan, inputs);
+    const int64_t align = codegen::kBufferAlignment;
+    const size_t bytes = size_t((arena_bytes(dims.data()) + align - 1) / align * align);
+    std::unique_ptr<void, decltype(&std::free)> arena(
+        bytes ? std::aligned_alloc(size_t(align), bytes) : nullptr, &std::free);
+    std::vector<const void*> in;
+    for (const ir::Tensor& t : inputs) in.push_back(t.raw());
+    // Twice: threads in order over an arena of 0xff bytes (NaN as floats), then in reverse over
+    // zeros. The outputs must agree to the bit: a difference is a race between threads or a read
+    // of memory nothing wrote.
+    std::vector<ir::Tensor> runs[2];
+    for (int pass = 0; pass < 2 && rc == 0; ++pass) {
+      if (bytes) std::memset(arena.get(), pass == 0 ? 0xff : 0, bytes);
+      std::vector<void*> out;
+      for (size_t k = 0; k < g.outputs().size(); ++k)
+        runs[pass].emplace_back(g.value(g.outputs()[k]).type.dtype,
+                                codegen::output_dims(plan, k, dims));
+      for (ir::Tensor& t : runs[pass]) out.push_back(t.raw());
+      if (pass == 1) ::setenv("EQF_EMULATOR_ORDER", "reverse", 1);
+      rc = run(dims.data(), in.data(), out.data(), weights.data(), arena.get());
+      ::unsetenv("EQF_EMULATOR_ORDER");
+    }
+    if (rc != 0) break;
+    for (size_t k = 0; k < runs[0].size() && race.empty(); ++k)
+      if (std::memcmp(runs[0][k].raw(), runs[1][k].raw(), runs[0][k].byte_size()) != 0)
+        race = fmt::format(
+            "cuda emulation: output {} ('{}') differs between threads run in order over an arena "
+            "of 0xff bytes and in reverse over zeros: a race between threads, or a read of "
+            "memory nothing wrote",
+            k, g.value(g.outputs()[k]).name);
+    results.push_back(std::move(runs[0]));
+  }
+  if (rc != 0) throw Error(fmt::format("cuda emulation: the run returned {}", rc));
+  if (!race.empty()) throw Error(race);
+  return results;
+}
 
 }  // namespace
 
@@ -193,57 +236,6 @@ std::vector<std::vector<ir::Tensor>> run_cuda_hosted_emulated_sets(
     throw;
   }
 }
-
-namespace {
-
-std::vector<std::vector<ir::Tensor>> run_sets(
-    const codegen::KernelPlan& plan, const Run& run, ArenaBytes arena_bytes,
-    const std::vector<std::vector<ir::Tensor>>& input_sets, const std::string& conv_form) {
-  ::setenv("EQFUSE_CONV", conv_form.c_str(), 1);
-  std::vector<unsigned char> weights = codegen::weights_blob(plan);
-  const ir::Graph& g = plan.graph;
-  std::vector<std::vector<ir::Tensor>> results;
-  int rc = 0;
-  std::string race;
-  for (const std::vector<ir::Tensor>& inputs : input_sets) {
-    std::vector<int64_t> dims = codegen::bind_dims(plan, inputs);
-    const int64_t align = codegen::kBufferAlignment;
-    const size_t bytes = size_t((arena_bytes(dims.data()) + align - 1) / align * align);
-    std::unique_ptr<void, decltype(&std::free)> arena(
-        bytes ? std::aligned_alloc(size_t(align), bytes) : nullptr, &std::free);
-    std::vector<const void*> in;
-    for (const ir::Tensor& t : inputs) in.push_back(t.raw());
-    // Twice: threads in order over an arena of 0xff bytes (NaN as floats), then in reverse over
-    // zeros. The outputs must agree to the bit: a difference is a race between threads or a read
-    // of memory nothing wrote.
-    std::vector<ir::Tensor> runs[2];
-    for (int pass = 0; pass < 2 && rc == 0; ++pass) {
-      if (bytes) std::memset(arena.get(), pass == 0 ? 0xff : 0, bytes);
-      std::vector<void*> out;
-      for (size_t k = 0; k < g.outputs().size(); ++k)
-        runs[pass].emplace_back(g.value(g.outputs()[k]).type.dtype,
-                                codegen::output_dims(plan, k, dims));
-      for (ir::Tensor& t : runs[pass]) out.push_back(t.raw());
-      if (pass == 1) ::setenv("EQF_EMULATOR_ORDER", "reverse", 1);
-      rc = run(dims.data(), in.data(), out.data(), weights.data(), arena.get());
-      ::unsetenv("EQF_EMULATOR_ORDER");
-    }
-    if (rc != 0) break;
-    for (size_t k = 0; k < runs[0].size() && race.empty(); ++k)
-      if (std::memcmp(runs[0][k].raw(), runs[1][k].raw(), runs[0][k].byte_size()) != 0)
-        race = fmt::format(
-            "cuda emulation: output {} ('{}') differs between threads run in order over an arena "
-            "of 0xff bytes and in reverse over zeros: a race between threads, or a read of "
-            "memory nothing wrote",
-            k, g.value(g.outputs()[k]).name);
-    results.push_back(std::move(runs[0]));
-  }
-  if (rc != 0) throw Error(fmt::format("cuda emulation: the run returned {}", rc));
-  if (!race.empty()) throw Error(race);
-  return results;
-}
-
-}  // namespace
 
 std::vector<ir::Tensor> run_cuda_emulated(const ir::Graph& graph,
                                           const std::vector<ir::Tensor>& inputs,
