@@ -17,6 +17,9 @@ exported (one size: its batch-64 column repeats batch 1). "ops" are the graph's 
 that make a step of the plan, "launches" the kernels and library calls of its CUDA. The last column is the optimizer's own
 figure for the chosen kernels, as each build priced them (its predictions.json's optimizer_ms),
 over the judge's, at batch 1.
+
+With --own, each build compiles its own graph and its prices are its own predictions.json: for
+judging a change to code generation (what a plan launches) together with the optimizer.
 """
 import argparse
 import json
@@ -72,7 +75,8 @@ def judge_both(args, model, graphs, dynamic, scratch):
             row = {}
             for tag, (binary, graph) in graphs.items():
                 out = os.path.join(scratch, f"{model}.{tag}{'.dynamic' if flags else ''}")
-                row[tag] = judged(args.eqfuse, graph, flags, out, args.device)
+                row[tag] = judged(binary if args.own else args.eqfuse, graph, flags, out,
+                                  args.device)
                 # The optimizer's figure as that build priced it.
                 row[tag]["optimizer_b1"] = judged(binary, graph, flags, out + ".own",
                                                   args.device)["optimizer_b1"]
@@ -87,6 +91,8 @@ def main():
     ap.add_argument("--before", required=True, help="the eqfuse binary to compare against")
     ap.add_argument("--eqfuse", default=os.path.join(ROOT, "build", "tools", "eqfuse"))
     ap.add_argument("--device", default="h200")
+    ap.add_argument("--own", action="store_true",
+                    help="each build compiles its own graph (judges code generation too)")
     ap.add_argument("models", nargs="*", default=DEFAULT_MODELS)
     args = ap.parse_args()
     print("| model | ops before / after | launches | judged us at batch 1: before / after "

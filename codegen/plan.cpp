@@ -304,6 +304,29 @@ bool arch_has_tensor_cores(const std::string& arch) {
   return all;
 }
 
+// The ops through which pointwise stage `s` only moves the elements of the one value it reads,
+// from that value to the stage's output: Transposes and ops that keep the linear index
+// (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout), so each element lands at one place.
+// Empty when the stage computes anything else.
+static std::vector<NodeId> layout_copy_path(const ir::Graph& g, const Stage& s) {
+  if (s.node == ir::kNoNode || s.kind != StageKind::Pointwise || s.reads.size() != 1) return {};
+  std::vector<NodeId> path;
+  for (NodeId n = s.node;;) {
+    const ir::Node& node = g.node(n);
+    if ((node.op_type != "Transpose" && !keeps_linear_index(node.op_type)) || node.inputs.empty() ||
+        node.inputs[0] == ir::kNoValue)
+      return {};
+    path.push_back(n);
+    const ValueId in = node.inputs[0];
+    if (in == s.reads[0]) break;
+    // Not the value it reads, so recomputed: a value of the stage's own.
+    n = g.value(in).producer;
+    if (n == ir::kNoNode) return {};
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
 KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   if (!is_precision(options.precision))
     throw Error(fmt::format("codegen: precision {}: expected f32, f16 or bf16",
@@ -545,36 +568,91 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     writer_of[plan.stages[i].output] = i;
     for (ValueId v : plan.stages[i].reads) ++readers[v];
   }
+  // Whether `v` may live in `holder`'s buffer, its producer storing it there: an arena value of
+  // the holder's type that nothing else reads, made by loops of our own that store each element
+  // through Buffer::stored_in (`kinds`; a stage whose producers store its value passes that on,
+  // so places chain: attention's output into its transpose, that into a Reshape).
+  auto placeable = [&](ValueId v, ValueId holder, std::initializer_list<StageKind> kinds) {
+    const Buffer* b = plan.buffer(v);
+    const Buffer& h = *plan.buffer(holder);
+    auto w = writer_of.find(v);
+    if (!b || b->storage != Storage::Arena || b->stored_in ||
+        (h.storage != Storage::Arena && h.storage != Storage::Output) || b->dtype != h.dtype ||
+        w == writer_of.end() || readers[v] != 1)
+      return false;
+    const Stage& producer = plan.stages[w->second];
+    return producer.node != ir::kNoNode &&
+           std::find(kinds.begin(), kinds.end(), producer.kind) != kinds.end();
+  };
+  // Whether `v`'s producer may store it at its places in `holder` too, keeping its own buffer
+  // for its other readers (a value of the model's outputs or the arena).
+  auto copyable = [&](ValueId v, ValueId holder, std::initializer_list<StageKind> kinds) {
+    const Buffer* b = plan.buffer(v);
+    const Buffer& h = *plan.buffer(holder);
+    auto w = writer_of.find(v);
+    if (!b || (b->storage != Storage::Arena && b->storage != Storage::Output) || b->stored_in ||
+        (h.storage != Storage::Arena && h.storage != Storage::Output) || b->dtype != h.dtype ||
+        w == writer_of.end())
+      return false;
+    const Stage& producer = plan.stages[w->second];
+    return producer.node != ir::kNoNode &&
+           std::find(kinds.begin(), kinds.end(), producer.kind) != kinds.end();
+  };
   for (size_t j = 0; j < plan.stages.size(); ++j) {
     Stage& s = plan.stages[j];
     if (s.node == ir::kNoNode || g.node(s.node).op_type != "Concat") continue;
     const ir::Node& n = g.node(s.node);
-    const Buffer& cat = *plan.buffer(s.output);
     std::vector<ValueId> parts;
     for (ValueId in : n.inputs)
       if (in != ir::kNoValue) parts.push_back(in);
     std::set<ValueId> distinct(parts.begin(), parts.end());
     bool ok = distinct.size() == parts.size() && !parts.empty();
-    for (ValueId v : parts) {
-      const Buffer* b = plan.buffer(v);
-      auto w = writer_of.find(v);
-      ok = ok && b && b->storage == Storage::Arena && !b->slice_of && b->dtype == cat.dtype &&
-           w != writer_of.end() && readers[v] == 1 && plan.stages[w->second].node != ir::kNoNode &&
-           (plan.stages[w->second].kind == StageKind::Pointwise ||
-            plan.stages[w->second].kind == StageKind::Conv);
-    }
+    for (ValueId v : parts)
+      ok = ok && placeable(v, s.output, {StageKind::Pointwise, StageKind::Conv});
     if (!ok) continue;
-    int64_t axis = ir::make_context(g, n).attr_int("axis");
-    if (axis < 0) axis += int64_t(g.value(s.output).type.shape.rank());
-    ir::SymInt offset = 0;
     for (ValueId v : parts) {
       Buffer& b = plan.buffers[plan.buffer_of.at(v)];
-      b.slice_of = s.output;
-      b.slice_axis = size_t(axis);
-      b.slice_offset = offset;
-      offset = offset + g.value(v).type.shape[size_t(axis)].sym();
+      b.stored_in = s.output;
+      b.placed_by = {s.node};
     }
     s.written_by_producers = true;
+  }
+
+  // Layout copies by their producers: a pointwise stage that only moves the elements of one
+  // value v (Transposes and ops that keep the linear index, so each element of v lands at one
+  // place of the copy) does nothing where v's producer is loops of our own (all but MatMul and
+  // Gemm, which may be library calls): it stores each element at that place, instead of in v's
+  // own buffer when the copy is v's only reader, else beside it. Multi-head attention's output,
+  // which the model transposes back to (batch, sequence, heads x width) for the out-projection's
+  // GEMM, is stored so by the attention stage.
+  const std::initializer_list<StageKind> storers = {
+      StageKind::Pointwise, StageKind::Conv,      StageKind::Attention, StageKind::Reduce,
+      StageKind::Softmax,   StageKind::LayerNorm, StageKind::Pool};
+  for (Stage& s : plan.stages) {
+    if (s.written_by_producers || !options.layout_copies_by_producers) continue;
+    const std::vector<NodeId> path = layout_copy_path(g, s);
+    if (path.empty()) continue;
+    const ValueId v = s.reads[0];
+    Buffer& b = plan.buffers[plan.buffer_of.at(v)];
+    if (placeable(v, s.output, storers)) {
+      b.stored_in = s.output;
+      b.placed_by = path;
+    } else if (copyable(v, s.output, storers)) {
+      b.also_stored_in.push_back({s.output, path});
+    } else {
+      continue;
+    }
+    s.written_by_producers = true;
+  }
+  // A value that only layout copies read (two transposes of it) is kept in the first's buffer
+  // and stored beside it in the others': no buffer of its own, which nothing would read.
+  for (Buffer& b : plan.buffers) {
+    if (b.also_stored_in.empty() || b.storage != Storage::Arena) continue;
+    size_t copies = b.also_stored_in.size();
+    if (readers[b.value] != copies) continue;
+    b.stored_in = b.also_stored_in.front().value;
+    b.placed_by = std::move(b.also_stored_in.front().by);
+    b.also_stored_in.erase(b.also_stored_in.begin());
   }
 
   // Dims: symbols of the live values, each bound by a named input dim.
@@ -607,7 +685,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   std::vector<size_t> arena_buffers;
   std::map<ValueId, size_t> life_of;
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
-    if (plan.buffers[b].storage != Storage::Arena || plan.buffers[b].slice_of) continue;
+    if (plan.buffers[b].storage != Storage::Arena || plan.buffers[b].stored_in) continue;
     life_of[plan.buffers[b].value] = lives.size();
     lives.push_back({0, 0, plan.buffers[b].bytes, std::nullopt});
     arena_buffers.push_back(b);
@@ -617,17 +695,32 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     if (auto it = life_of.find(s.output); it != life_of.end())
       lives[it->second].first = lives[it->second].last = i;
   }
-  // A Concat's buffer lives from the first stage that writes a slice of it.
+  // A Concat's or layout copy's buffer lives from the first stage that stores into it: the one
+  // before, where that is a contraction whose store the stage may be printed into (its epilogue).
   for (size_t i = 0; i < plan.stages.size(); ++i) {
-    const Buffer& b = *plan.buffer(plan.stages[i].output);
-    if (!b.slice_of) continue;
-    if (auto it = life_of.find(*b.slice_of); it != life_of.end())
-      lives[it->second].first = std::min(lives[it->second].first, i);
+    const Stage& s = plan.stages[i];
+    const Buffer& b = *plan.buffer(s.output);
+    if (b.plain()) continue;
+    const bool epilogue =
+        i > 0 && takes_epilogue(plan.stages[i - 1].kind) &&
+        std::find(s.reads.begin(), s.reads.end(), plan.stages[i - 1].output) != s.reads.end();
+    std::vector<ValueId> holders;
+    if (b.stored_in) holders.push_back(*b.stored_in);
+    for (const Buffer::Place& p : b.also_stored_in) holders.push_back(p.value);
+    for (size_t k = 0; k < holders.size(); ++k) {  // and the holders' own places, in turn
+      const Buffer& h = *plan.buffer(holders[k]);
+      if (h.stored_in) holders.push_back(*h.stored_in);
+      for (const Buffer::Place& p : h.also_stored_in) holders.push_back(p.value);
+      if (auto it = life_of.find(holders[k]); it != life_of.end())
+        lives[it->second].first = std::min(lives[it->second].first, epilogue ? i - 1 : i);
+    }
   }
-  for (size_t i = 0; i < plan.stages.size(); ++i)
+  for (size_t i = 0; i < plan.stages.size(); ++i) {
+    if (plan.stages[i].written_by_producers) continue;  // it reads nothing when it runs
     for (ValueId v : plan.stages[i].reads)
       if (auto it = life_of.find(v); it != life_of.end())
         lives[it->second].last = std::max(lives[it->second].last, i);
+  }
   // A pointwise or row stage that reads an arena value for the last time, only at the element
   // it writes, may write in place over it when both are arena values of one size. The output
   // of a contraction just before it comes first: the stage then merges into the contraction as

@@ -61,7 +61,8 @@ struct Stage {
   // That value, when the stage writes over its arena slot (buffer_plan.h); generated code then
   // drops `restrict` on the pair.
   std::optional<ir::ValueId> in_place_of;
-  // A Concat whose inputs their producers write into its slices: the stage does nothing.
+  // A Concat or a layout copy whose inputs their producers write at their places in it
+  // (Buffer::stored_in): the stage does nothing.
   bool written_by_producers = false;
   // Attention stages: the scores MatMul (Q·K) and the Softmax; `node` is the MatMul by V. The
   // values between them stay in registers; Q, K and V are read through whatever makes them in
@@ -88,11 +89,22 @@ struct Buffer {
   size_t index = 0;                  // position among inputs / outputs / weights; the arena slot
   uint64_t offset = 0;               // weights: byte offset in the weights blob
   ir::SymInt bytes = 0;              // its size
-  // A Concat input written in place: the slice of the Concat's buffer it is, starting at
-  // `slice_offset` along `slice_axis` (the Concat's own buffer holds it; it has none of its own).
-  std::optional<ir::ValueId> slice_of;
-  size_t slice_axis = 0;
-  ir::SymInt slice_offset = 0;
+  // A value that only a Concat or a layout copy reads, kept in that reader's buffer at each
+  // element's place there (it has no buffer of its own; its producer stores it so):
+  // `stored_in` is the reader's output, `placed_by` the ops from the value to it (a Concat; or
+  // Transposes and ops that keep the linear index, Reshape, Flatten, Squeeze, Unsqueeze,
+  // Identity and Dropout, each element going to one place).
+  std::optional<ir::ValueId> stored_in;
+  std::vector<ir::NodeId> placed_by;
+  // Layout copies of a value that others read too: its producer stores each element in its own
+  // buffer and at its place in each copy's (`value` the copy, `by` the ops to it, as above).
+  struct Place {
+    ir::ValueId value = 0;
+    std::vector<ir::NodeId> by;
+  };
+  std::vector<Place> also_stored_in;
+  // Stored as itself only, where a library call may write or read it.
+  bool plain() const { return !stored_in && also_stored_in.empty(); }
 };
 
 // `--precision`: the element type that f32 weights and intermediates are stored in. f16 or bf16
@@ -105,6 +117,10 @@ struct PlanOptions {
   // A contraction in loops of our own computes the pointwise stage after it where it stores
   // (Stage::last_read_at_own_element). Off: that stage is a pass of its own (for measuring).
   bool epilogues_in_contractions = true;
+  // A layout copy (the Transpose before a GEMM) is stored by its value's producer where that
+  // is loops of ours (Buffer::stored_in, also_stored_in). Off: a copy stage (the optimizer's
+  // pricing of one kernel alone, which cannot see a copy's producer outside it).
+  bool layout_copies_by_producers = true;
   // softmax(S)·V as one attention stage where the graph has that form (StageKind::Attention).
   // Off: a MatMul, a Softmax and a MatMul stage, S and softmax(S) stored (for measuring).
   bool attention_stages = true;
@@ -155,6 +171,12 @@ struct KernelPlan {
   const Buffer* buffer(ir::ValueId v) const {
     auto it = buffer_of.find(v);
     return it == buffer_of.end() ? nullptr : &buffers[it->second];
+  }
+  // The value whose buffer holds v's elements: v's own, or where Buffer::stored_in leads (a
+  // stage writing v names it).
+  ir::ValueId holder(ir::ValueId v) const {
+    for (const Buffer* b = buffer(v); b && b->stored_in; b = buffer(v)) v = *b->stored_in;
+    return v;
   }
   // The C spelling of dim `name` in generated code ("d0").
   std::string dim_ident(const std::string& name) const;

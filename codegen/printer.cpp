@@ -12,7 +12,7 @@ namespace detail {
 void Writer::store_output(ValueId out, const std::string& lin, const Index& at,
                           const std::string& v) {
   if (!epilogue_) {
-    line(fmt::format("{} = {};", store_ref(out, lin, at), v));
+    line(store(out, lin, at, v));
     return;
   }
   open("");
@@ -28,7 +28,7 @@ void Writer::store_output(ValueId out, const std::string& lin, const Index& at,
     same_shape = type(e).shape[k].sym() == type(out).shape[k].sym();
   Index idx = same_shape ? at : decompose_value(lin, e);
   std::string value = compute(g_.node(epilogue_->node), idx);
-  line(fmt::format("{} = {};", store_ref(e, lin, idx), value));
+  line(store(e, lin, idx, value));
   substitute_.reset();
   close();
 }
@@ -40,8 +40,9 @@ std::string Writer::elem(ValueId v, const Index& idx) {
   if (const std::string* hit = cached(key)) return *hit;
   std::string var;
   if (const Buffer* b = plan_.buffer(v)) {
-    if (b->slice_of)
-      throw Error("codegen: internal: '" + g_.value(v).name + "' is read after its Concat",
+    if (b->stored_in)
+      throw Error("codegen: internal: '" + g_.value(v).name + "' is read, but kept in '" +
+                      g_.value(*b->stored_in).name + "'",
                   Error::Kind::Internal);
     var = fresh("t");
     // A group reads a buffer at its own element in one vector access where the value is the
@@ -293,8 +294,9 @@ std::string Writer::body_pointwise(const Stage& s) {
       (type(out).dtype == DType::f32 || type(out).dtype == stored)) {
     used_.insert(out);
     line(fmt::format("go[k] = (float){};", v));
+    if (const std::string copies = store_copies(out, "i", idx, v); !copies.empty()) line(copies);
   } else {
-    line(fmt::format("{} = {};", store_ref(out, "i", idx), v));
+    line(store(out, "i", idx, v));
   }
   return numel(out);
 }
@@ -309,8 +311,9 @@ Writer::Parameters Writer::parameters(ValueId output) const {
     std::string p = fmt::format("p{}", plan_.buffer_of.at(v));
     // A stage writing in place over one of its operands: the two pointers alias.
     const char* restrict = in_place_ && (v == output || v == *in_place_) ? "" : " __restrict__";
-    r.signature += v == output ? fmt::format(", {}*{} {}", t, restrict, p)
-                               : fmt::format(", const {}*{} {}", t, restrict, p);
+    r.signature += v == output || stored_.count(v)
+                       ? fmt::format(", {}*{} {}", t, restrict, p)
+                       : fmt::format(", const {}*{} {}", t, restrict, p);
     r.args += ", " + p;
     r.addresses += ", &" + p;
   }
@@ -343,6 +346,7 @@ void Writer::begin_body() {
   row_work_.clear();
   out_.clear();
   used_.clear();
+  stored_.clear();
   scopes_.clear();
   scopes_.emplace_back();
   counter_ = 0;
@@ -351,7 +355,7 @@ void Writer::begin_body() {
 
 void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const Stage& s = plan_.stages[index];
-  // Printed inside the contraction before it, or a Concat its producers wrote.
+  // Printed inside the contraction before it, or a Concat or layout copy its producers stored.
   if (lt_fallback_ == index) {  // computed by the cuBLASLt call before it, else its kernel
     lt_fallback_.reset();
     std::string own;
@@ -370,8 +374,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       merged_stage_.reset();
     }
     if (s.written_by_producers)
-      functions += fmt::format("// stage {}: Concat -> '{}': its producers wrote their slices\n\n",
-                               index, g_.value(s.output).name);
+      functions += fmt::format("// stage {}: {} -> '{}': its producers stored it\n\n", index,
+                               g_.node(s.node).op_type, g_.value(s.output).name);
     if (target_ == Target::Cuda) calls += "  " + record_event(index) + "\n";
     return;
   }
@@ -400,9 +404,9 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   // stage reads or writes a value at its own element (`p[i]`), the compiler makes one 128-bit load
   // or store of the four: every buffer is 16-byte aligned (the arena's slots and the weights'
   // offsets by the plan; their bases and the caller's inputs and outputs by the run function's
-  // check).
+  // check). Layout copies stored beside the value take each element where it is computed.
   const bool groups_of_4 = target_ == Target::Cuda && s.kind == StageKind::Pointwise &&
-                           library.empty() && !plan_.buffer(s.output)->slice_of;
+                           library.empty() && !plan_.buffer(s.output)->stored_in;
   group4_ = groups_of_4;
   group_loads_.clear();
   // A contraction in loops of our own computes its epilogue where it stores.
@@ -494,7 +498,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
     merged_stage_ = index + 1;
   }
   if (written != (epilogue ? epilogue->output : s.output))
-    head += fmt::format("//   into its slice of Concat '{}'\n", g_.value(written).name);
+    head += fmt::format("//   at its places in {} '{}'\n",
+                        g_.node(g_.value(written).producer).op_type, g_.value(written).name);
   epilogue_ = nullptr;
   std::string name = fmt::format("s{}", index);
   if (target_ == Target::Cpu) {

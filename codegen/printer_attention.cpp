@@ -128,18 +128,18 @@ std::string Writer::body_attention(const Stage& s) {
     Index at = batch;
     at.push_back("(" + r0 + " + " + row + ")");
     at.push_back(d);
-    line(fmt::format("{} = {}[{}][{}] * {};", store_ref(out, linear(out, at), at), acc, row, d,
-                     inv));
+    line(store(out, linear(out, at), at, fmt::format("{}[{}][{}] * {}", acc, row, d, inv)));
     close();
     close();
     return items;
   }
   if (mma) {
-    body_attention_mma(s, *mma, r0, rows, keys, depth, width, load, logit, [&](const Index& tail) {
-      Index at = batch;
-      at.insert(at.end(), tail.begin(), tail.end());
-      return store_ref(out, linear(out, at), at);
-    });
+    body_attention_mma(s, *mma, r0, rows, keys, depth, width, load, logit,
+                       [&](const Index& tail, const std::string& value) {
+                         Index at = batch;
+                         at.insert(at.end(), tail.begin(), tail.end());
+                         return store(out, linear(out, at), at, value);
+                       });
     return items;
   }
   // CUDA: a block per item, warp `warp` takes query row r0 + warp.
@@ -217,7 +217,7 @@ std::string Writer::body_attention(const Stage& s) {
   Index at = batch;
   at.push_back(row);
   at.push_back(d);
-  line(fmt::format("{} = {}[u] * {};", store_ref(out, linear(out, at), at), acc, inv));
+  line(store(out, linear(out, at), at, fmt::format("{}[u] * {}", acc, inv)));
   close();
   close();
   line("__syncthreads();  // the next item's rows overwrite the shared tiles");
@@ -255,7 +255,7 @@ void Writer::body_attention_mma(
     const std::function<std::string(ValueId, const std::string&, const std::string&)>& load,
     const std::function<std::string(const std::string&, const std::string&, const std::string&)>&
         logit,
-    const std::function<std::string(const Index&)>& store) {
+    const std::function<std::string(const Index&, const std::string&)>& store_at) {
   uses_mma = true;
   attention_mma_ = true;
   const ir::Node& qk = g_.node(s.attention->scores);
@@ -437,7 +437,7 @@ void Writer::body_attention_mma(
   line(fmt::format("const int64_t {} = {} + {} + 8 * (fr >> 1), {} = u * 8 + 2 * {} + (fr & 1);",
                    row, rw, g, col, tg));
   open(fmt::format("if ({} < {} && {} < {})", row, rows, col, width));
-  line(fmt::format("{} = {}[u][fr] * {}[fr >> 1];", store({row, col}), o, l));
+  line(store_at({row, col}, fmt::format("{}[u][fr] * {}[fr >> 1]", o, l)));
   close();
   close();
   close();

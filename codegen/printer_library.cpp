@@ -11,7 +11,7 @@ bool Writer::cudnn_conv(const Stage& s) const {
   const ValueId x = n.inputs[0], w = n.inputs[1];
   if (rank(x) != 4 || !plan_.buffer(s.output)) return false;
   for (ValueId v : {x, w})
-    if (!plan_.buffer(v) || plan_.buffer(v)->slice_of) return false;
+    if (!plan_.buffer(v) || plan_.buffer(v)->stored_in) return false;
   // The buffers' types: under --precision, f32 values are stored at 16 bits.
   const DType t = plan_.buffer(s.output)->dtype;
   if ((t != DType::f32 && t != DType::f16 && t != DType::bf16) || plan_.buffer(x)->dtype != t ||
@@ -37,10 +37,10 @@ std::optional<Writer::FusedConv> Writer::cudnn_fused(const Stage& s, const Stage
   if (n.inputs.size() < 3 || n.inputs[2] == ir::kNoValue || !out) return std::nullopt;
   const DType t = plan_.buffer(s.output)->dtype;
   const Buffer* bias = plan_.buffer(n.inputs[2]);
-  if (!bias || bias->slice_of || bias->dtype != t || out->slice_of || out->dtype != t)
+  if (!bias || bias->stored_in || bias->dtype != t || !out->plain() || out->dtype != t)
     return std::nullopt;
   FusedConv f;
-  if (!epilogue) return f;  // conv + bias
+  if (!epilogue) return written == s.output ? std::optional(f) : std::nullopt;  // conv + bias
   if (written != epilogue->output) return std::nullopt;
   const ir::Node* e = &g_.node(epilogue->node);
   ValueId inner = epilogue->output;
@@ -55,7 +55,7 @@ std::optional<Writer::FusedConv> Writer::cudnn_fused(const Stage& s, const Stage
   const ValueId z = e->inputs[0] == s.output ? e->inputs[1] : e->inputs[0];
   if ((e->inputs[0] == s.output) == (e->inputs[1] == s.output)) return std::nullopt;
   const Buffer* zb = plan_.buffer(z);
-  if (!zb || zb->slice_of || zb->dtype != t || !(type(z).shape == type(s.output).shape) ||
+  if (!zb || zb->stored_in || zb->dtype != t || !(type(z).shape == type(s.output).shape) ||
       epilogue->in_place_of == z || s.in_place_of == z)
     return std::nullopt;
   f.z = z;
@@ -262,7 +262,7 @@ std::optional<Writer::LtEpilogue> Writer::cublaslt_epilogue(const Stage& s, size
   // product's shape (its C).
   auto stored = [&](ValueId v) {
     const Buffer* b = plan_.buffer(v);
-    return b && !b->slice_of && b->dtype == t;
+    return b && !b->stored_in && b->dtype == t;
   };
   auto is_bias = [&](ValueId v) {
     const ir::Shape& vs = type(v).shape;
@@ -300,7 +300,7 @@ std::optional<Writer::LtEpilogue> Writer::cublaslt_epilogue(const Stage& s, size
     };
     const ir::Node& top = g_.node(next->node);
     ValueId sum = next->output;
-    bool ok = stored(next->output) && written_buffer(next->output) == next->output &&
+    bool ok = stored(next->output) && plan_.buffer(next->output)->plain() &&
               type(next->output).shape == shape;
     if (ok && top.op_type == "Relu") {
       m.relu = true;

@@ -23,7 +23,7 @@ std::string Writer::body_reduce(const Stage& s) {
     if (!axes || axes->empty()) {
       if (ctx.attr_int("noop_with_empty_axes") != 0) {
         Index idx = decompose_value("i", out);
-        line(fmt::format("{}[i] = {};", ptr(out), elem(in, idx)));
+        line(store(out, "i", idx, elem(in, idx)));
         return numel(out);
       }
       reduced.assign(r, true);
@@ -131,7 +131,7 @@ std::string Writer::body_reduce(const Stage& s) {
   // Every lane holds the combined result; one stores it.
   if (warp_rows_) open(block_rows_ ? "if (threadIdx.x == 0)" : "if (lane == 0)");
   std::string st = storage_type(type(out).dtype);
-  line(fmt::format("{}[i] = eqf_store<{}, {}>({});", ptr(out), st, ct, result));
+  line(store(out, "i", oidx, fmt::format("eqf_store<{}, {}>({})", st, ct, result)));
   if (warp_rows_) close();
   return numel(out);
 }
@@ -182,10 +182,9 @@ std::string Writer::body_softmax(const Stage& s) {
   open_row(row);
   std::string x = row_element(
       row, false, [&] { return elem(in, idx); }, ct);
-  line(
-      log ? fmt::format("{}[{}] = ({}){} - {} - log_{};", ptr(out), linear(out, idx), ct, x, m, sum)
-          : fmt::format("{}[{}] = eqf_exp(({}){} - {}) * inv_{};", ptr(out), linear(out, idx), ct,
-                        x, m, sum));
+  line(store(out, linear(out, idx), idx,
+             log ? fmt::format("({}){} - {} - log_{}", ct, x, m, sum)
+                 : fmt::format("eqf_exp(({}){} - {}) * inv_{}", ct, x, m, sum)));
   close_row(row);
   return rows;
 }
@@ -252,7 +251,7 @@ std::string Writer::body_layernorm(const Stage& s) {
       y = fmt::format("{} * ({}){}", y, ct, elem(n.inputs[1], broadcast_index(n.inputs[1], tail)));
     if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
       y = fmt::format("{} + ({}){}", y, ct, elem(n.inputs[2], broadcast_index(n.inputs[2], tail)));
-    line(fmt::format("{}[{}] = {};", ptr(out), linear(out, idx), y));
+    line(store(out, linear(out, idx), idx, y));
   }
   close_row(row);
   return rows;
@@ -296,8 +295,8 @@ std::string Writer::body_pool(const Stage& s) {
   if (!include_pad) line(fmt::format("++{};", cnt));
   close();
   for (size_t k = 0; k < sp; ++k) close();
-  line(is_max ? fmt::format("{}[i] = {};", ptr(out), acc)
-              : fmt::format("{}[i] = {} / ({})({} > 0 ? {} : 1);", ptr(out), acc, ct, cnt, cnt));
+  line(store(out, "i", idx,
+             is_max ? acc : fmt::format("{} / ({})({} > 0 ? {} : 1)", acc, ct, cnt, cnt)));
   return numel(out);
 }
 

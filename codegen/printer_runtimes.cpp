@@ -403,8 +403,9 @@ static int eqf_cudnn_forward(const EqfConvChoice* c, const void* x, const void* 
                                        c->y, y) != CUDNN_STATUS_SUCCESS;
 }
 
-// y = act(conv(x, w) + z + bias) in one call (z null: none).
-static int eqf_cudnn_fused(const EqfConvChoice* c, const void* x, const void* w, const void* z,
+// y = act(conv(x, w) + z + bias) in one call (z null: none). A model whose convolutions have
+// no fused form (each stores where a layout copy puts it, say) does not call it.
+[[maybe_unused]] static int eqf_cudnn_fused(const EqfConvChoice* c, const void* x, const void* w, const void* z,
                            const void* bias, void* y, cudaStream_t st) {
   const float one = 1.0f, z_scale = z ? 1.0f : 0.0f;
   cudnnHandle_t h = eqf_cudnn(st);

@@ -175,6 +175,7 @@ class Writer {
   int counter_ = 0;
   std::vector<std::unordered_map<std::string, std::string>> scopes_;
   std::set<ValueId> used_;
+  std::set<ValueId> stored_;         // buffers the body stores into (store)
   std::optional<ValueId> in_place_;  // the stage's Stage::in_place_of
   // A contraction's pointwise epilogue printed inside its loops: the next stage, when it reads
   // the contraction's value for the last time and only at the element it writes
@@ -243,19 +244,93 @@ class Writer {
     return fmt::format("p{}", plan_.buffer_of.at(v));
   }
 
-  // Where element `lin` (index `at`) of `v` is stored: its buffer, or for a Concat input written
-  // in place (Buffer::slice_of), the Concat's buffer at that element's place in it.
-  std::string store_ref(ValueId v, const std::string& lin, const Index& at) {
-    const Buffer& b = *plan_.buffer(v);
-    if (!b.slice_of) return fmt::format("{}[{}]", ptr(v), lin);
-    Index in_concat = at;
-    std::string offset =
-        "(" + b.slice_offset.c_expr([&](const std::string& s) { return plan_.dim_ident(s); }) + ")";
-    in_concat[b.slice_axis] = iadd(at[b.slice_axis], offset);
-    return fmt::format("{}[{}]", ptr(*b.slice_of), linear(*b.slice_of, in_concat));
+  // The statement storing `value` as element `lin` (index `at`) of `v`: into v's buffer, unless
+  // v is kept in a Concat's or layout copy's (Buffer::stored_in), and at each place a layout copy
+  // of it takes (also_stored_in), followed through the ops between them and on, where those
+  // values are kept elsewhere in turn.
+  std::string store(ValueId v, const std::string& lin, const Index& at, const std::string& value) {
+    std::vector<std::string> refs;
+    store_places(v, lin, at, refs, true);
+    return assign(refs, value);
   }
-  // The buffer a stage writing `v` names: the Concat's for a slice of it.
-  ValueId written_buffer(ValueId v) const { return plan_.buffer(v)->slice_of.value_or(v); }
+  // Only the layout copies' places (a grouped stage stores v's own elements 4 at a time).
+  std::string store_copies(ValueId v, const std::string& lin, const Index& at,
+                           const std::string& value) {
+    std::vector<std::string> refs;
+    store_places(v, lin, at, refs, false);
+    return assign(refs, value);
+  }
+  std::string assign(const std::vector<std::string>& refs, const std::string& value) {
+    if (refs.empty()) return "";
+    if (refs.size() == 1) return fmt::format("{} = {};", refs[0], value);
+    const std::string t = fresh("st");
+    std::string stmt = fmt::format("const auto {} = {};", t, value);
+    for (const std::string& r : refs) stmt += fmt::format(" {} = {};", r, t);
+    return stmt;
+  }
+  void store_places(ValueId v, const std::optional<std::string>& lin,
+                    const std::optional<Index>& at, std::vector<std::string>& refs, bool own) {
+    const Buffer& b = *plan_.buffer(v);
+    if (own && b.stored_in) {
+      std::optional<std::string> held_lin = lin;
+      std::optional<Index> held_at = at;
+      const ValueId h = place(v, b.placed_by, held_lin, held_at);
+      store_places(h, held_lin, held_at, refs, true);
+    } else if (own) {
+      stored_.insert(v);
+      refs.push_back(fmt::format("{}[{}]", ptr(v), lin ? *lin : linear(v, *at)));
+    }
+    for (const Buffer::Place& p : b.also_stored_in) {
+      std::optional<std::string> copy_lin = lin;
+      std::optional<Index> copy_at = at;
+      const ValueId h = place(v, p.by, copy_lin, copy_at);
+      store_places(h, copy_lin, copy_at, refs, true);
+    }
+  }
+  // Follows an element of `v` (its linear index `lin` or its index `at`, whichever the next op
+  // needs, the other reset) through layout ops `by` (Transposes, Concats, and ops that keep the
+  // linear index) to the value they make, which it returns.
+  ValueId place(ValueId v, const std::vector<ir::NodeId>& by, std::optional<std::string>& lin,
+                std::optional<Index>& at) {
+    for (ir::NodeId id : by) {
+      const ir::Node& n = g_.node(id);
+      const ValueId out = n.outputs[0];
+      if (n.op_type == "Transpose" || n.op_type == "Concat") {
+        if (!at) at = decompose_value(*lin, v);
+        Index moved = *at;
+        if (n.op_type == "Transpose") {
+          ir::OpContext ctx = ir::make_context(g_, n);
+          const size_t r = rank(v);
+          std::vector<int64_t> perm;
+          if (ctx.has_attr("perm"))
+            perm = ctx.attr_ints("perm");
+          else
+            for (size_t k = r; k-- > 0;) perm.push_back(int64_t(k));
+          for (size_t k = 0; k < r; ++k) moved[k] = (*at)[size_t(perm[k])];
+        } else {
+          int64_t axis = ir::make_context(g_, n).attr_int("axis");
+          if (axis < 0) axis += int64_t(rank(out));
+          ir::SymInt offset = 0;
+          for (ValueId part : n.inputs) {
+            if (part == v) break;
+            if (part != ir::kNoValue) offset = offset + type(part).shape[size_t(axis)].sym();
+          }
+          const std::string o =
+              offset.c_expr([&](const std::string& s) { return plan_.dim_ident(s); });
+          moved[size_t(axis)] = iadd(moved[size_t(axis)], "(" + o + ")");
+        }
+        at = std::move(moved);
+        lin.reset();
+      } else {  // keeps the linear index
+        if (!lin) lin = linear(v, *at);
+        at.reset();
+      }
+      v = out;
+    }
+    return v;
+  }
+  // The buffer a stage writing `v` names: the Concat's or layout copy's that keeps it.
+  ValueId written_buffer(ValueId v) const { return plan_.holder(v); }
 
   // The key under which a scope remembers that `idx` in a row-major shape of `dims` is the linear
   // index it was split from (decompose), so that reading a value of that shape at that index
@@ -423,7 +498,7 @@ class Writer {
       const std::function<std::string(ValueId, const std::string&, const std::string&)>& load,
       const std::function<std::string(const std::string&, const std::string&, const std::string&)>&
           logit,
-      const std::function<std::string(const Index&)>& store);
+      const std::function<std::string(const Index&, const std::string&)>& store_at);
   std::string body_matmul_element(const Stage& s);
   std::string body_matmul_rows(const Stage& s);
   std::string body_conv(const Stage& s);

@@ -317,7 +317,15 @@ NodeCost CostModel::fused_body_cost(const ir::OpContext& bound,
     // As generated code runs it: the stages of a plan of this kernel alone. The plan is made at
     // f32 and priced at this model's precision (stage_costs.h), so that the kernel's inputs and
     // output, intermediates of the model, are stored at the precision too.
-    const codegen::KernelPlan plan = codegen::make_plan(graph_of_kernel(bound, outputs));
+    // Its layout copies are priced as copies, inside the kernel or before it: the model's plan
+    // has a copy's producer store it where that is loops of ours (plan.h), which a kernel alone
+    // cannot see for its inputs. Priced free on one side only, copies drew the extraction to
+    // kernels that keep them (bench/compare_extraction.py: bert_tiny, gpt_tiny and vit_tiny one
+    // launch more each); priced free for inputs too, to copies of library products and model
+    // inputs, which stay copies.
+    codegen::PlanOptions alone;
+    alone.layout_copies_by_producers = false;
+    const codegen::KernelPlan plan = codegen::make_plan(graph_of_kernel(bound, outputs), alone);
     std::vector<codegen::StageForm> forms = codegen::stage_forms(plan, codegen::Target::Cuda);
     mark_input_concats_written_by_producers(plan, forms);
     return total_cost(stage_costs(plan, forms, *this));

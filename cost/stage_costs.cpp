@@ -56,6 +56,14 @@ std::vector<NodeCost> stage_costs(const codegen::KernelPlan& plan,
       bytes *= double(ir::dtype_size(model.stored_dtype(b->dtype))) / ir::dtype_size(b->dtype);
     return bytes;
   };
+  // What a stage writes: its value, and each layout copy of it that it stores beside it
+  // (Buffer::also_stored_in; a value kept in another's buffer takes the same bytes there).
+  auto written_bytes = [&](ir::ValueId v) {
+    double bytes = bytes_of(v);
+    if (const codegen::Buffer* b = plan.buffer(v))
+      for (const codegen::Buffer::Place& p : b->also_stored_in) bytes += bytes_of(p.value);
+    return bytes;
+  };
   auto node_cost = [&](ir::NodeId n) {
     return n == ir::kNoNode ? NodeCost{} : model.node_cost(g, g.node(n));
   };
@@ -74,11 +82,12 @@ std::vector<NodeCost> stage_costs(const codegen::KernelPlan& plan,
         compute += c.compute_seconds;
       }
     if (form.runs == Runs::Elsewhere) {
-      // Its other reads and its arithmetic are the storing stage's; a Concat its producers
-      // wrote costs nothing. The storing stage writes this stage's output in place of its own.
+      // Its other reads and its arithmetic are the storing stage's; a Concat or layout copy its
+      // producers stored costs nothing. The storing stage writes this stage's output in place of
+      // its own.
       if (form.by) {
         NodeCost& host = costs.at(*form.by);
-        bytes += bytes_of(s.output) - bytes_of(plan.stages.at(*form.by).output);
+        bytes += written_bytes(s.output) - bytes_of(plan.stages.at(*form.by).output);
         host.bytes += bytes;
         host.memory_seconds += model.memory_seconds(bytes);
         host.flops += flops;
@@ -86,7 +95,7 @@ std::vector<NodeCost> stage_costs(const codegen::KernelPlan& plan,
       }
       continue;
     }
-    bytes += bytes_of(s.output);
+    bytes += written_bytes(s.output);
     // A kernel after a library call (a Gemm's C term) reads and writes the output again.
     if (form.runs == Runs::Library) bytes += 2.0 * form.kernels * bytes_of(s.output);
     const NodeCost op = node_cost(s.node);

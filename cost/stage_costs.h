@@ -14,13 +14,15 @@
 //             from stored values (wave quantization, the convolution's tile); attention: the
 //             FLOPs of its two products at the FP32 peak x `efficiency.attention` (its
 //             tensor-core form, never measured yet, priced the same)
-//   bytes     the stored values it reads and the one it writes, at the bytes memory holds
-//             (the plan's buffers), plus a direct convolution's rereads, plus the output read
-//             and written again by a kernel after a library call (a Gemm's C term)
+//   bytes     the stored values it reads and the one it writes (with the layout copies it
+//             stores beside it), at the bytes memory holds (the plan's buffers), plus a direct
+//             convolution's rereads, plus the output read and written again by a kernel after
+//             a library call (a Gemm's C term)
 //
 // A stage computed where another stores (a contraction's epilogue) adds to that stage its other
-// reads, its compute, and its output's bytes in place of that stage's own; a Concat its
-// producers write costs nothing.
+// reads, its compute, and its output's bytes in place of that stage's own; a Concat or layout
+// copy its producers store costs nothing, and a producer storing a copy beside its own value
+// (codegen::Buffer::also_stored_in) writes both.
 #include <vector>
 
 #include "codegen/plan.h"

@@ -99,12 +99,14 @@ TEST_CASE("a stage writes in place only over an operand it reads at the element 
   ValueId y = b.input("y", DType::f32, {Dim(25)});
   ValueId e = b.op("Exp", {x});
   ValueId sq = b.op("Mul", {e, e});  // over e: the same element, twice
-  ValueId t = b.op("Transpose", {sq}, {{"perm", std::vector<int64_t>{0, 2, 1}}});  // not over sq
+  // Not over sq: a layout copy, which sq's stage stores beside sq (the Neg below reads sq too).
+  ValueId t = b.op("Transpose", {sq}, {{"perm", std::vector<int64_t>{0, 2, 1}}});
   ValueId shape = b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {2}, {-1, 25}));
   ValueId r = b.op("Reshape", {t, shape});  // no stage: read through, the same linear index
   ValueId a = b.op("Add", {y, r});          // over t, not over the broadcast y
   ValueId s = b.op("Sigmoid", {a});         // an output: the caller's buffer
   b.output(s);
+  b.output(b.op("Neg", {sq}));
   ir::Graph g = std::move(b).finish();
   codegen::KernelPlan plan = codegen::make_plan(g);
   std::map<ValueId, std::optional<ValueId>> over;
@@ -117,6 +119,7 @@ TEST_CASE("a stage writes in place only over an operand it reads at the element 
   CHECK(over.at(*value_named(a)) == value_named(t));
   for (int64_t n : {1, 3, 8})
     CHECK_FALSE(codegen::check_buffer_plan(plan.arena, plan.lifetimes, {{"n", n}}).has_value());
+  CHECK(plan.buffer(*value_named(sq))->also_stored_in.size() == 1);
   for (int64_t n : {1, 3, 8}) check_twin(g, {{n, 5, 5}, {25}});
 }
 
@@ -172,7 +175,7 @@ TEST_CASE("a Concat's producers write their slices of it; the Concat stage does 
   ir::Graph g = std::move(b).finish();
   codegen::KernelPlan plan = codegen::make_plan(g);
   auto slice_of = [&](ValueId v) {
-    return plan.buffer(*plan.graph.find_value(g.value(v).name))->slice_of;
+    return plan.buffer(*plan.graph.find_value(g.value(v).name))->stored_in;
   };
   CHECK(slice_of(relu) == plan.graph.find_value(g.value(cat).name));
   CHECK(slice_of(conv2) == plan.graph.find_value(g.value(cat).name));
@@ -183,6 +186,159 @@ TEST_CASE("a Concat's producers write their slices of it; the Concat stage does 
   for (int64_t n : {1, 2, 5}) {
     CHECK_FALSE(codegen::check_buffer_plan(plan.arena, plan.lifetimes, {{"n", n}}).has_value());
     check_twin(g, {{n, 3, 6, 5}, {4, 3, 3, 3}, {2, 3, 1, 1}, {2, 6, 1, 1}});
+  }
+}
+
+TEST_CASE("a layout copy's producer stores each element at its place in the copy") {
+  // A product reads its operand contiguous, so a Transpose (and Reshape) before it is a copy.
+  // Where loops of ours make the transposed value, they store each element where the copy puts
+  // it (instead of in its own buffer where nothing else reads it) and the copy stage does
+  // nothing: a row stage, a pointwise stage, a convolution, an attention stage with the layout
+  // epilogue in its kernel, and one whose transpose and reshape are plain ops (two copies, places
+  // chained).
+  GraphBuilder b;
+  auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
+  auto shape = [&](std::vector<int64_t> v) {
+    const int64_t rank = int64_t(v.size());
+    return b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {rank}, std::move(v)));
+  };
+  auto transpose = [&](ValueId v, std::vector<int64_t> perm) {
+    return b.op("Transpose", {v}, {{"perm", ints(std::move(perm))}});
+  };
+  const Dim n = Dim::symbol("n");
+  ValueId x = b.input("x", DType::f32, {n, Dim(3), Dim(5), Dim(4)});
+  ValueId img = b.input("img", DType::f32, {n, Dim(2), Dim(5), Dim(7)});
+  ValueId q = b.input("q", DType::f32, {n, Dim(2), Dim(7), Dim(4)});
+  ValueId k = b.input("k", DType::f32, {n, Dim(2), Dim(9), Dim(4)});
+  ValueId v = b.input("v", DType::f32, {n, Dim(2), Dim(9), Dim(3)});
+  ValueId w12 = b.weight("w12", random_tensor({12, 5}, 1));
+  ValueId w5 = b.weight("w5", random_tensor({5, 3}, 2));
+  ValueId w4 = b.weight("w4", random_tensor({4, 6}, 3));
+  ValueId w6 = b.weight("w6", random_tensor({6, 2}, 4));
+  ValueId wc = b.weight("wc", random_tensor({4, 2, 3, 3}, 5));
+  ValueId bc = b.weight("bc", random_tensor({4}, 6));
+  auto product = [&](ValueId moved, std::vector<int64_t> rows, ValueId w) {
+    return b.op("MatMul", {b.op("Reshape", {moved, shape(std::move(rows))}), w});
+  };
+  // Softmax's rows, (n, 3, 5, 4) -> (n * 5, 12).
+  ValueId soft = b.op("Softmax", {x}, {{"axis", int64_t{-1}}});
+  b.output(product(transpose(soft, {0, 2, 1, 3}), {-1, 12}, w12));
+  // Pointwise, (n, 3, 5, 4) -> (n * 4 * 3, 5).
+  ValueId relu = b.op("Relu", {b.op("Add", {x, x})});
+  b.output(product(transpose(relu, {0, 3, 1, 2}), {-1, 5}, w5));
+  // A convolution with its bias, NCHW -> NHWC rows of channels.
+  ValueId conv = b.op("Conv", {img, wc, bc}, {{"pads", ints({1, 1, 1, 1})}});
+  b.output(product(transpose(conv, {0, 2, 3, 1}), {-1, 4}, w4));
+  // Attention heads back to (n * 7, 2 * 3), the epilogue in the attention kernel.
+  const std::string attention =
+      "(MatMul (Softmax :axis -1 (MatMul ?0 (Transpose :perm (0 1 3 2) ?1))) ?2)";
+  ValueId heads = kernel(b, "(Reshape (Transpose :perm (0 2 1 3) " + attention + ") ?3)",
+                         {q, k, v, shape({-1, 6})});
+  b.output(b.op("MatMul", {heads, w6}));
+  // The same as plain ops after the kernel: a Transpose stage and a Reshape stage.
+  ValueId plain = kernel(b, attention, {q, k, v});
+  b.output(product(transpose(plain, {0, 2, 1, 3}), {-1, 6}, w6));
+  // A value others read too: stored in its own buffer and in the copy's. A library product's
+  // result: copied.
+  ValueId shared = b.op("Sigmoid", {x});
+  b.output(product(transpose(shared, {0, 2, 1, 3}), {-1, 12}, w12));
+  b.output(b.op("Neg", {shared}));
+  ValueId prod = b.op("MatMul", {x, b.weight("w45", random_tensor({4, 5}, 7))});
+  b.output(
+      product(transpose(prod, {0, 2, 1, 3}), {-1, 15}, b.weight("w15", random_tensor({15, 2}, 8))));
+  // More producers: LayerNorm, a reduction, a pool, a convolution in tiles with its Relu
+  // epilogue (the holder lives from the convolution's stage); a model output as the copy
+  // (Transpose's default order); Flatten; a value only copies read.
+  ValueId ln =
+      b.op("LayerNormalization",
+           {x, b.weight("gamma", random_tensor({4}, 9)), b.weight("beta", random_tensor({4}, 10))},
+           {{"axis", int64_t{-1}}});
+  b.output(product(transpose(ln, {0, 2, 1, 3}), {-1, 12}, w12));
+  ValueId mean = b.op("ReduceMean", {x, shape({-1})}, {{"keepdims", int64_t{0}}});  // [n,3,5]
+  b.output(product(transpose(mean, {0, 2, 1}), {-1, 3}, b.weight("w3", random_tensor({3, 2}, 11))));
+  ValueId pool = b.op("MaxPool", {img}, {{"kernel_shape", ints({2, 2})}});  // [n,2,4,6]
+  b.output(
+      product(transpose(pool, {0, 2, 3, 1}), {-1, 2}, b.weight("w2", random_tensor({2, 3}, 12))));
+  ValueId conv16 = b.op("Relu", {b.op("Conv",
+                                      {img, b.weight("wc16", random_tensor({16, 2, 3, 3}, 13)),
+                                       b.weight("bc16", random_tensor({16}, 14))},
+                                      {{"pads", ints({1, 1, 1, 1})}})});
+  b.output(product(transpose(conv16, {0, 2, 3, 1}), {-1, 16},
+                   b.weight("w16", random_tensor({16, 2}, 15))));
+  b.output(b.op("Transpose", {b.op("Tanh", {x})}));
+  ValueId flat = b.op("Flatten", {transpose(b.op("Sqrt", {b.op("Abs", {x})}), {0, 2, 1, 3})},
+                      {{"axis", int64_t{2}}});  // [n * 5, 12]
+  b.output(b.op("MatMul", {flat, w12}));
+  ValueId ex = b.op("Exp", {x});
+  b.output(product(transpose(ex, {0, 2, 1, 3}), {-1, 12}, w12));
+  b.output(transpose(ex, {0, 1, 3, 2}));
+  ir::Graph g = std::move(b).finish();
+
+  codegen::KernelPlan plan = codegen::make_plan(g);
+  auto holder = [&](ValueId value) {
+    return plan.graph.value(plan.holder(*plan.graph.find_value(g.value(value).name))).name;
+  };
+  // Each placed value's holder is the Reshape that the product reads.
+  for (ValueId placed : {soft, relu, conv, plain}) {
+    INFO(g.value(placed).name);
+    const std::string h = holder(placed);
+    CHECK(h != g.value(placed).name);
+    CHECK(plan.graph.node(plan.graph.value(*plan.graph.find_value(h)).producer).op_type ==
+          "Reshape");
+  }
+  CHECK(holder(shared) == g.value(shared).name);
+  CHECK(plan.buffer(*plan.graph.find_value(g.value(shared).name))->also_stored_in.size() == 1);
+  CHECK(holder(prod) == g.value(prod).name);
+  CHECK(plan.buffer(*plan.graph.find_value(g.value(prod).name))->plain());
+  for (ValueId placed : {ln, mean, pool, conv16, ex}) {
+    INFO(g.value(placed).name);
+    CHECK(holder(placed) != g.value(placed).name);
+  }
+  CHECK(plan.buffer(*plan.graph.find_value(g.value(ex).name))->also_stored_in.size() == 1);
+  // The plain Transposes are stages, and so are the Reshapes the products read: both stored by
+  // producers but the product's Transpose, and the attention kernel's one copy.
+  size_t skipped = 0;
+  for (const codegen::Stage& st : plan.stages) {
+    skipped += st.written_by_producers;
+    if (st.node != ir::kNoNode && plan.graph.node(st.node).op_type == "Transpose" &&
+        st.reads == std::vector{*plan.graph.find_value(g.value(prod).name)})
+      CHECK_FALSE(st.written_by_producers);
+  }
+  // Then five more pairs (`ex`'s first copy one), the output Transpose, Flatten's Transpose
+  // and Flatten, and `ex`'s second copy.
+  CHECK(skipped == 5 * 2 + 1 + 1 + 5 * 2 + 1 + 2 + 1);
+  for (int64_t size : {1, 3, 8})
+    CHECK_FALSE(codegen::check_buffer_plan(plan.arena, plan.lifetimes, {{"n", size}}).has_value());
+  // The optimizer's plan of a kernel alone keeps the copies (PlanOptions; no Concat here).
+  codegen::PlanOptions copies;
+  copies.layout_copies_by_producers = false;
+  for (const codegen::Buffer& buffer : codegen::make_plan(g, copies).buffers) CHECK(buffer.plain());
+  const std::vector<std::vector<int64_t>> dims = {
+      {2, 3, 5, 4}, {2, 2, 5, 7}, {2, 2, 7, 4}, {2, 2, 9, 4}, {2, 2, 9, 3}};
+  for (int64_t size : {1, 2}) {
+    std::vector<std::vector<int64_t>> at = dims;
+    for (auto& d : at) d[0] = size;
+    check_twin(g, at, {}, /*hosted=*/true);
+  }
+  // cuDNN's fused form cannot store a placed convolution (its finish kernel does), and at 16
+  // bits attention on tensor cores stores through its fragments' places, as the twin does.
+  std::vector<ir::Tensor> inputs;
+  for (size_t i = 0; i < dims.size(); ++i) inputs.push_back(random_tensor(dims[i], 20 + i));
+  for (DType precision : {DType::f32, DType::bf16, DType::f16}) {
+    codegen::PlanOptions options;
+    options.precision = precision;
+    auto twin = codegen::CpuModule::build(g, nullptr, {}, options);
+    const std::vector<ir::Tensor> expected = twin->run(inputs);
+    auto [rtol, atol] = codegen::precision_tolerance(precision);
+    for (const char* form : {"kernels", "cudnn"}) {
+      const std::vector<ir::Tensor> got = testing::run_cuda_emulated(g, inputs, options, form);
+      REQUIRE(got.size() == expected.size());
+      for (size_t o = 0; o < got.size(); ++o) {
+        frontend::Comparison c = frontend::compare_tensors(got[o], expected[o], rtol, atol);
+        INFO(ir::dtype_name(precision) << ", " << form << ", output " << o << ": " << c.str());
+        CHECK(c.match);
+      }
+    }
   }
 }
 
