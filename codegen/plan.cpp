@@ -568,24 +568,10 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     writer_of[plan.stages[i].output] = i;
     for (ValueId v : plan.stages[i].reads) ++readers[v];
   }
-  // Whether `v` may live in `holder`'s buffer, its producer storing it there: an arena value of
-  // the holder's type that nothing else reads, made by loops of our own that store each element
-  // through Buffer::stored_in (`kinds`; a stage whose producers store its value passes that on,
-  // so places chain: attention's output into its transpose, that into a Reshape).
-  auto placeable = [&](ValueId v, ValueId holder, std::initializer_list<StageKind> kinds) {
-    const Buffer* b = plan.buffer(v);
-    const Buffer& h = *plan.buffer(holder);
-    auto w = writer_of.find(v);
-    if (!b || b->storage != Storage::Arena || b->stored_in ||
-        (h.storage != Storage::Arena && h.storage != Storage::Output) || b->dtype != h.dtype ||
-        w == writer_of.end() || readers[v] != 1)
-      return false;
-    const Stage& producer = plan.stages[w->second];
-    return producer.node != ir::kNoNode &&
-           std::find(kinds.begin(), kinds.end(), producer.kind) != kinds.end();
-  };
-  // Whether `v`'s producer may store it at its places in `holder` too, keeping its own buffer
-  // for its other readers (a value of the model's outputs or the arena).
+  // Whether `v`'s producer may store it at its places in `holder`: a value of the holder's type
+  // in the model's outputs or the arena, made by loops of our own that store each element
+  // through Buffer::stored_in and also_stored_in (`kinds`; a stage whose producers store its value
+  // passes that on, so places chain: attention's output into its transpose, that into a Reshape).
   auto copyable = [&](ValueId v, ValueId holder, std::initializer_list<StageKind> kinds) {
     const Buffer* b = plan.buffer(v);
     const Buffer& h = *plan.buffer(holder);
@@ -597,6 +583,11 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     const Stage& producer = plan.stages[w->second];
     return producer.node != ir::kNoNode &&
            std::find(kinds.begin(), kinds.end(), producer.kind) != kinds.end();
+  };
+  // Whether `v` may live in `holder`'s buffer only: an arena value that nothing else reads.
+  auto placeable = [&](ValueId v, ValueId holder, std::initializer_list<StageKind> kinds) {
+    return copyable(v, holder, kinds) && plan.buffer(v)->storage == Storage::Arena &&
+           readers[v] == 1;
   };
   for (size_t j = 0; j < plan.stages.size(); ++j) {
     Stage& s = plan.stages[j];
@@ -648,8 +639,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   // and stored beside it in the others': no buffer of its own, which nothing would read.
   for (Buffer& b : plan.buffers) {
     if (b.also_stored_in.empty() || b.storage != Storage::Arena) continue;
-    size_t copies = b.also_stored_in.size();
-    if (readers[b.value] != copies) continue;
+    if (readers[b.value] != b.also_stored_in.size()) continue;
     b.stored_in = b.also_stored_in.front().value;
     b.placed_by = std::move(b.also_stored_in.front().by);
     b.also_stored_in.erase(b.also_stored_in.begin());
