@@ -28,6 +28,24 @@ bool is_pointwise(const ir::Node& n) {
   return n.def->scalar != nullptr || n.def->scalar_for_node != nullptr;
 }
 
+bool is_elementwise(const ir::Node& n) {
+  return is_pointwise(n) && (!kLayout.count(n.op_type) || n.op_type == "Expand");
+}
+
+bool reduces_last_axis(const ir::Graph& g, const ir::Node& n) {
+  if (!kReduce.count(n.op_type) || n.op_type.rfind("Global", 0) == 0 || n.inputs.empty() ||
+      n.inputs[0] == ir::kNoValue)
+    return false;
+  const ir::Shape& in = g.value(n.inputs[0]).type.shape;
+  if (!in.has_rank() || in.rank() == 0) return false;
+  ir::OpContext ctx = ir::make_context(g, n);
+  if (ctx.attr_int("keepdims") == 0) return false;
+  const auto axes = ctx.ints_attr_or_input("axes", 1);
+  if (!axes || axes->size() != 1) return false;
+  const int64_t r = int64_t(in.rank()), a = (*axes)[0];
+  return a == r - 1 || a == -1;
+}
+
 StageKind stage_kind(const ir::Node& n) {
   if (is_pointwise(n)) return StageKind::Pointwise;
   const std::string& op = n.op_type;

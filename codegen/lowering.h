@@ -11,6 +11,12 @@ namespace eqfuse::codegen {
 // Computed element by element where it is used (elementwise ops and layout ops folded into
 // indexing).
 bool is_pointwise(const ir::Node& node);
+// Of those, the ones that read each input at the element they write (under numpy broadcasting):
+// not a layout op, which moves elements (Expand, which only broadcasts, counts as one).
+bool is_elementwise(const ir::Node& node);
+// A reduction of the last axis that keeps it (Reduce*, its axes constant): what a rows stage
+// computes inside (Stage::row_reductions).
+bool reduces_last_axis(const ir::Graph& graph, const ir::Node& node);
 // How a node is lowered when its value is materialized. Error (Unsupported) naming the op and
 // node when generated code cannot compute it.
 StageKind stage_kind(const ir::Node& node);

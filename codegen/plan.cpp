@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "codegen/lowering.h"
 #include "ir/kernel_body.h"
@@ -229,6 +230,8 @@ std::string_view stage_kind_name(StageKind kind) {
       return "pool";
     case StageKind::Attention:
       return "attention";
+    case StageKind::Rows:
+      return "rows";
   }
   return "?";
 }
@@ -450,7 +453,8 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     const ir::Node& n = nodes[i];
     StageKind kind = stage_kind(n);
     const bool inside = inside_attention.count(NodeId(i)) > 0;
-    if (kind != StageKind::Pointwise && !inside) mat[n.outputs[0]] = true;
+    const bool maybe_in_rows = kind == StageKind::Reduce && reduces_last_axis(g, n);
+    if (kind != StageKind::Pointwise && !inside && !maybe_in_rows) mat[n.outputs[0]] = true;
     if (!inside && !attention_of.count(n.outputs[0]))
       for (size_t k : contiguous_inputs(n)) {
         ValueId in = n.inputs[k];
@@ -462,6 +466,64 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
       if (p != ir::kNoNode && origin[p] != origin[i] && !read_through(p)) mat[in] = true;
     }
   }
+  // Rows stages: a reduction of the last axis that nothing above stores stays unstored where
+  // every stage reaching it computes a value of the reduction's input shape by elementwise ops
+  // down to it (so each element reads the reduction of its own row), and the reductions inside
+  // it, in turn, reach others only so. Each failing one is stored, which may fail others, until
+  // none fails.
+  std::vector<bool> in_rows(nodes.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    in_rows[i] = live[i] && !mat[nodes[i].outputs[0]] &&
+                 stage_kind(nodes[i]) == StageKind::Reduce && reduces_last_axis(g, nodes[i]);
+  auto row_type = [&](NodeId reduction) -> const ir::TensorType& {
+    return g.value(g.node(reduction).inputs[0]).type;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::vector<bool> fails(nodes.size(), false);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const ValueId out = nodes[i].outputs[0];
+      if (!live[i] || !mat[out]) continue;
+      // (node, whether its inputs are read along the rows of `rows` by elementwise ops only)
+      struct Reach {
+        NodeId node;
+        bool along;
+        const ir::TensorType* rows;
+        bool operator<(const Reach& o) const {
+          return std::tie(node, along, rows) < std::tie(o.node, o.along, o.rows);
+        }
+      };
+      const bool pointwise_root =
+          stage_kind(nodes[i]) == StageKind::Pointwise && !attention_of.count(out);
+      std::vector<Reach> todo = {
+          {NodeId(i), pointwise_root && is_elementwise(nodes[i]), &g.value(out).type}};
+      std::set<Reach> seen;
+      while (!todo.empty()) {
+        const Reach at = todo.back();
+        todo.pop_back();
+        if (!seen.insert(at).second) continue;
+        const ir::Node& n = g.node(at.node);
+        for (size_t k : data_inputs(n)) {
+          if (k >= n.inputs.size() || n.inputs[k] == ir::kNoValue || mat[n.inputs[k]]) continue;
+          const NodeId p = g.value(n.inputs[k]).producer;
+          if (p == ir::kNoNode) continue;
+          if (in_rows[p]) {
+            if (!at.along || !same_shape(*at.rows, row_type(p))) fails[p] = true;
+            todo.push_back({p, true, &row_type(p)});
+          } else {
+            todo.push_back({p, at.along && is_elementwise(g.node(p)), at.rows});
+          }
+        }
+      }
+    }
+    for (size_t i = 0; i < nodes.size(); ++i)
+      if (fails[i]) {
+        in_rows[i] = false;
+        mat[nodes[i].outputs[0]] = true;
+        changed = true;
+      }
+  }
+
   // Stages, in node order; the top-level node of each is a step.
   std::map<NodeId, size_t> step_of_origin;
   auto step_for = [&](NodeId top) {
@@ -488,6 +550,27 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     }
     s.node = NodeId(i);
     s.output = out;
+    if (s.kind == StageKind::Pointwise) {  // the reductions it computes inside
+      std::set<NodeId> inside, visited;
+      std::vector<NodeId> todo = {NodeId(i)};
+      while (!todo.empty()) {
+        const NodeId at = todo.back();
+        todo.pop_back();
+        if (!visited.insert(at).second) continue;
+        const ir::Node& m = g.node(at);
+        for (size_t k : data_inputs(m)) {
+          if (k >= m.inputs.size() || m.inputs[k] == ir::kNoValue || mat[m.inputs[k]]) continue;
+          const NodeId p = g.value(m.inputs[k]).producer;
+          if (p == ir::kNoNode) continue;
+          if (in_rows[p]) inside.insert(p);
+          todo.push_back(p);
+        }
+      }
+      if (!inside.empty()) {
+        s.kind = StageKind::Rows;
+        s.row_reductions.assign(inside.begin(), inside.end());  // node order: inner ones first
+      }
+    }
     s.step = step_for(origin[i]);
     plan.steps[s.step].stages.push_back(plan.stages.size());
     plan.stages.push_back(std::move(s));
@@ -618,7 +701,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   // GEMM, is stored so by the attention stage.
   const std::initializer_list<StageKind> storers = {
       StageKind::Pointwise, StageKind::Conv,      StageKind::Attention, StageKind::Reduce,
-      StageKind::Softmax,   StageKind::LayerNorm, StageKind::Pool};
+      StageKind::Softmax,   StageKind::LayerNorm, StageKind::Pool,      StageKind::Rows};
   for (Stage& s : plan.stages) {
     if (s.written_by_producers || !options.layout_copies_by_producers) continue;
     const std::vector<NodeId> path = layout_copy_path(g, s);

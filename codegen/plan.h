@@ -13,7 +13,9 @@
 // Squeeze, Unsqueeze, Identity or Dropout, which its readers index through), when a reduction or
 // contraction makes it, or when a contraction reads it (contractions read contiguous operands; an
 // attention stage reads Q, K and V through the layout ops that make them); everything else inside a
-// kernel is recomputed in registers where it is used, as the fusion chose.
+// kernel is recomputed in registers where it is used, as the fusion chose. A reduction of the last
+// axis that only pointwise work of its kernel reads, down to values of the rows' own shape, is
+// computed inside the stage writing that value, a row at a time (a rows stage).
 //
 // Materialized values live in the caller's input and output buffers, in the weights blob (one
 // file, 64-byte aligned), or in one arena planned by liveness (codegen/buffer_plan.h). Shapes
@@ -39,6 +41,7 @@ enum class StageKind {
   Conv,
   Pool,       // MaxPool, AveragePool
   Attention,  // MatMul(Softmax(pointwise(MatMul(Q, K))), V), Stage::attention
+  Rows,       // pointwise over rows, with reductions of those rows inside (Stage::row_reductions)
 };
 std::string_view stage_kind_name(StageKind kind);
 // The contractions, which may compute the pointwise stage right after them where they store
@@ -71,6 +74,11 @@ struct Stage {
     ir::NodeId scores = ir::kNoNode, softmax = ir::kNoNode;
   };
   std::optional<AttentionNodes> attention;
+  // Rows stages: the reductions of the last axis (Reduce*, keepdims) that its elements read,
+  // inner ones first (one may read another). A row at a time, each is computed over the row and
+  // kept in registers, then the row is written: a LayerNorm or RMSNorm written out, or a
+  // Softmax decomposed, in one pass over memory.
+  std::vector<ir::NodeId> row_reductions;
 };
 
 // One node of the optimized graph: a fused kernel or a plain op, lowered to stages.

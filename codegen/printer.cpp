@@ -35,9 +35,30 @@ void Writer::store_output(ValueId out, const std::string& lin, const Index& at,
 
 std::string Writer::elem(ValueId v, const Index& idx) {
   if (substitute_ && substitute_->first == v) return substitute_->second;
+  if (auto it = row_scalars_.find(v); it != row_scalars_.end()) return it->second;
   std::string key = std::to_string(v);
   for (const std::string& i : idx) key += "," + i;
   if (const std::string* hit = cached(key)) return *hit;
+  // A rows stage's value at the row's element that several passes read: the first computes it
+  // into registers, the later ones read them.
+  const bool row_cached = row_cache_ && row_cache_->values.count(v) && idx == row_cache_->at;
+  if (row_cached && row_cache_->filled.count(v)) {
+    const std::string slot = fmt::format("{}[{}]", row_cache_->arrays.at(v), row_cache_->chunk);
+    scopes_.back()[key] = slot;
+    return slot;
+  }
+  std::string var = elem_uncached(v, idx);
+  if (row_cached) {
+    auto [array, fresh_array] = row_cache_->arrays.emplace(v, "");
+    if (fresh_array) array->second = fresh("row");
+    line(fmt::format("{}[{}] = ({}){};", array->second, row_cache_->chunk, row_cache_->type, var));
+    row_cache_->filling.insert(v);
+  }
+  scopes_.back()[key] = var;
+  return var;
+}
+
+std::string Writer::elem_uncached(ValueId v, const Index& idx) {
   std::string var;
   if (const Buffer* b = plan_.buffer(v)) {
     if (b->stored_in)
@@ -54,7 +75,6 @@ std::string Writer::elem(ValueId v, const Index& idx) {
       used_.insert(v);
       group_loads_.insert(index);
       line(fmt::format("const float {} = g{}[k];", var, index));
-      scopes_.back()[key] = var;
       return var;
     }
     line(fmt::format("const {} {} = {}[{}];", storage_type(type(v).dtype), var, ptr(v),
@@ -66,7 +86,6 @@ std::string Writer::elem(ValueId v, const Index& idx) {
                   Error::Kind::Internal);
     var = compute(g_.node(val.producer), idx);
   }
-  scopes_.back()[key] = var;
   return var;
 }
 
@@ -450,6 +469,9 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       case StageKind::Reduce:
         items = body_reduce(s);
         break;
+      case StageKind::Rows:
+        items = body_rows(s);
+        break;
       case StageKind::Softmax:
         items = body_softmax(s);
         break;
@@ -590,6 +612,7 @@ StageForm Writer::own_form(const Stage& s, const std::vector<ConvTile>& conv_til
       f.name = s.node == ir::kNoNode ? "copy" : "pointwise";
       break;
     case StageKind::Reduce:
+    case StageKind::Rows:
     case StageKind::Softmax:
     case StageKind::LayerNorm:
       f.name = block_rows_ ? "block rows" : warp_rows_ ? "warp rows" : "thread rows";

@@ -3,6 +3,46 @@
 
 namespace eqfuse::codegen::detail {
 
+std::string Writer::row_reduction(const std::string& op, const std::string& ct,
+                                  const std::string& count, const RowPass& pass) {
+  std::string acc = fresh("acc");
+  const bool is_max = op == "ReduceMax", is_min = op == "ReduceMin";
+  if (op == "ReduceLogSumExp") {
+    std::string m = fresh("m");
+    line(fmt::format("{} {} = ({})(-INFINITY);", ct, m, ct));
+    pass([&](const std::string& x) { line(fmt::format("{} = eqf_max({}, {});", m, m, x)); });
+    row_combine("max", m);
+    line(fmt::format("{} {} = {};", ct, acc, literal(0, ct)));
+    pass([&](const std::string& x) { line(fmt::format("{} += eqf_exp({} - {});", acc, x, m)); });
+    row_combine("sum", acc);
+    return fmt::format("{} + eqf_log({})", m, acc);
+  }
+  const std::string init = is_max   ? (ct == "int64_t" ? "INT64_MIN" : "(" + ct + ")(-INFINITY)")
+                           : is_min ? (ct == "int64_t" ? "INT64_MAX" : "(" + ct + ")INFINITY")
+                           : op == "ReduceProd" ? literal(1, ct)
+                                                : literal(0, ct);
+  line(fmt::format("{} {} = {};", ct, acc, init));
+  pass([&](const std::string& x) {
+    if (is_max)
+      line(fmt::format("{} = eqf_max({}, {});", acc, acc, x));
+    else if (is_min)
+      line(fmt::format("{} = eqf_min({}, {});", acc, acc, x));
+    else if (op == "ReduceProd")
+      line(fmt::format("{} *= {};", acc, x));
+    else if (op == "ReduceSumSquare" || op == "ReduceL2")
+      line(fmt::format("{} += {} * {};", acc, x, x));
+    else if (op == "ReduceL1")
+      line(fmt::format("{} += eqf_abs({});", acc, x));
+    else
+      line(fmt::format("{} += {};", acc, x));
+  });
+  row_combine(is_max ? "max" : is_min ? "min" : op == "ReduceProd" ? "prod" : "sum", acc);
+  if (op == "ReduceMean") return fmt::format("{} / ({})({})", acc, ct, count);
+  if (op == "ReduceL2") return fmt::format("eqf_sqrt({})", acc);
+  if (op == "ReduceLogSum") return fmt::format("eqf_log({})", acc);
+  return acc;
+}
+
 std::string Writer::body_reduce(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   ir::OpContext ctx = ir::make_context(g_, n);
@@ -89,51 +129,126 @@ std::string Writer::body_reduce(const Stage& s) {
     body(storage_type(type(in).dtype) == ct ? x : "(" + ct + ")" + x);
     for (size_t k = 0; k < (warp_rows_ ? 1 : std::max<size_t>(loops.size(), 1)); ++k) close();
   };
-  std::string acc = fresh("acc");
-  bool is_max = op == "ReduceMax", is_min = op == "ReduceMin";
-  std::string init = is_max   ? (ct == "int64_t" ? "INT64_MIN" : "(" + ct + ")(-INFINITY)")
-                     : is_min ? (ct == "int64_t" ? "INT64_MAX" : "(" + ct + ")INFINITY")
-                     : op == "ReduceProd" ? literal(1, ct)
-                                          : literal(0, ct);
-  std::string result;
-  if (op == "ReduceLogSumExp") {
-    std::string m = fresh("m");
-    line(fmt::format("{} {} = ({})(-INFINITY);", ct, m, ct));
-    loop_nest([&](const std::string& x) { line(fmt::format("{} = eqf_max({}, {});", m, m, x)); });
-    row_combine("max", m);
-    line(fmt::format("{} {} = {};", ct, acc, literal(0, ct)));
-    loop_nest(
-        [&](const std::string& x) { line(fmt::format("{} += eqf_exp({} - {});", acc, x, m)); });
-    row_combine("sum", acc);
-    result = fmt::format("{} + eqf_log({})", m, acc);
-  } else {
-    line(fmt::format("{} {} = {};", ct, acc, init));
-    loop_nest([&](const std::string& x) {
-      if (is_max)
-        line(fmt::format("{} = eqf_max({}, {});", acc, acc, x));
-      else if (is_min)
-        line(fmt::format("{} = eqf_min({}, {});", acc, acc, x));
-      else if (op == "ReduceProd")
-        line(fmt::format("{} *= {};", acc, x));
-      else if (op == "ReduceSumSquare" || op == "ReduceL2")
-        line(fmt::format("{} += {} * {};", acc, x, x));
-      else if (op == "ReduceL1")
-        line(fmt::format("{} += eqf_abs({});", acc, x));
-      else
-        line(fmt::format("{} += {};", acc, x));
-    });
-    row_combine(is_max ? "max" : is_min ? "min" : op == "ReduceProd" ? "prod" : "sum", acc);
-    result = acc;
-    if (op == "ReduceMean") result = fmt::format("{} / ({})({})", acc, ct, count);
-    if (op == "ReduceL2") result = fmt::format("eqf_sqrt({})", acc);
-    if (op == "ReduceLogSum") result = fmt::format("eqf_log({})", acc);
-  }
+  const std::string result = row_reduction(op, ct, count, loop_nest);
   // Every lane holds the combined result; one stores it.
   if (warp_rows_) open(block_rows_ ? "if (threadIdx.x == 0)" : "if (lane == 0)");
   std::string st = storage_type(type(out).dtype);
   line(store(out, "i", oidx, fmt::format("eqf_store<{}, {}>({})", st, ct, result)));
   if (warp_rows_) close();
   return numel(out);
+}
+
+std::set<ValueId> Writer::shared_row_values(const Stage& s) const {
+  const ir::Shape& row_shape = type(s.output).shape;
+  std::set<ValueId> reductions;
+  for (ir::NodeId n : s.row_reductions) reductions.insert(g_.node(n).outputs[0]);
+  // Each pass's start: a reduction's input, and the final pass's root node's inputs.
+  std::vector<std::vector<ValueId>> passes;
+  for (ir::NodeId n : s.row_reductions) passes.push_back({g_.node(n).inputs[0]});
+  const ir::Node& root = g_.node(s.node);
+  passes.emplace_back();
+  for (size_t k : data_inputs(root))
+    if (k < root.inputs.size() && root.inputs[k] != ir::kNoValue)
+      passes.back().push_back(root.inputs[k]);
+  // The values of the row's shape a pass reaches through elementwise ops, not entering those
+  // `held` in registers (which it reads there).
+  auto reached = [&](const std::vector<ValueId>& start, const std::set<ValueId>& held) {
+    std::set<ValueId> found;
+    std::vector<ValueId> todo;
+    for (ValueId v : start)
+      if (type(v).shape == row_shape && !reductions.count(v)) todo.push_back(v);
+    while (!todo.empty()) {
+      const ValueId v = todo.back();
+      todo.pop_back();
+      if (!found.insert(v).second || held.count(v) || plan_.buffer(v)) continue;
+      const ir::NodeId p = g_.value(v).producer;
+      if (p == ir::kNoNode || !is_elementwise(g_.node(p)) || g_.node(p).op_type == "Expand")
+        continue;
+      for (size_t k : data_inputs(g_.node(p))) {
+        const ValueId in = g_.node(p).inputs[k];
+        if (in != ir::kNoValue && type(in).shape == row_shape && !reductions.count(in))
+          todo.push_back(in);
+      }
+    }
+    return found;
+  };
+  // Candidates: what two passes or more reach. In pass order, a pass reads from registers the
+  // candidates an earlier pass reached (and stops there), and fills the others it reaches.
+  std::map<ValueId, int> count;
+  for (const auto& pass : passes)
+    for (ValueId v : reached(pass, {})) ++count[v];
+  std::set<ValueId> filled, read_again;
+  for (const auto& pass : passes) {
+    for (ValueId v : reached(pass, filled)) {
+      if (filled.count(v))
+        read_again.insert(v);
+      else if (count[v] > 1)
+        filled.insert(v);
+    }
+  }
+  return read_again;
+}
+
+std::string Writer::body_rows(const Stage& s) {
+  const ValueId out = s.output;
+  const size_t r = rank(out);
+  std::vector<std::string> lead;
+  std::vector<bool> lead_one;
+  std::string rows = "1";
+  for (size_t k = 0; k + 1 < r; ++k) {
+    lead.push_back(dim(out, k));
+    lead_one.push_back(dim_is_one(out, k));
+    rows = imul(rows, dim(out, k));
+  }
+  Index idx = decompose("i", lead, lead_one);
+  const std::string ct = compute_type({type(out).dtype});
+  const std::string cols = dim(out, r - 1);
+  const ir::Dim& last = type(out).shape[r - 1];
+  const std::optional<int64_t> static_cols =
+      last.is_static() ? std::optional<int64_t>(last.value()) : std::nullopt;
+  // As body_reduce: a warp per row (a block over kMaxCachedRow), else a thread per row.
+  warp_rows_ = target_ == Target::Cuda && (ct == "float" || ct == "double") &&
+               (!static_cols || *static_cols >= 32);
+  const std::string j = fresh("j");
+  RowPasses row = row_passes(j, cols, static_cols, ct, /*cache_array=*/false);
+  idx.push_back(dim_is_one(out, r - 1) ? "0" : j);
+  if (row.chunks)
+    row_cache_ =
+        RowCache{idx, "", ct, row.chunks, out_.size(), depth_, shared_row_values(s), {}, {}, {}};
+  // A pass over the row: `body` takes the element of `v` (of the row's shape) at j.
+  auto pass_over = [&](const std::function<std::string()>& element) {
+    return [&, element](const std::function<void(const std::string&)>& body) {
+      open_row(row);
+      if (row_cache_) row_cache_->chunk = row.chunk;
+      body("(" + ct + ")" + element());
+      close_row(row);
+      if (row_cache_) {
+        row_cache_->filled.insert(row_cache_->filling.begin(), row_cache_->filling.end());
+        row_cache_->filling.clear();
+      }
+    };
+  };
+  for (ir::NodeId reduction : s.row_reductions) {
+    const ir::Node& n = g_.node(reduction);
+    const ValueId in = n.inputs[0];
+    const std::string result = row_reduction(n.op_type, ct, dim(in, rank(in) - 1),
+                                             pass_over([&, in] { return elem(in, idx); }));
+    const std::string var = fresh("r");
+    line(fmt::format("const {} {} = {};", ct, var, result));
+    row_scalars_[n.outputs[0]] = var;
+  }
+  pass_over([&] { return compute(g_.node(s.node), idx); })(
+      [&](const std::string& v) { line(store(out, linear(out, idx), idx, v)); });
+  if (row_cache_) {  // the registers of the buffers the passes cached, declared before them
+    std::string decls;
+    for (const auto& [v, array] : row_cache_->arrays)
+      decls += fmt::format("{}{} {}[{}];\n", std::string(size_t(row_cache_->depth) * 2, ' '), ct,
+                           array, row_cache_->chunks);
+    out_.insert(row_cache_->declare_at, decls);
+  }
+  row_cache_.reset();
+  row_scalars_.clear();
+  return rows;
 }
 
 std::string Writer::body_softmax(const Stage& s) {

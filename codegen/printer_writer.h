@@ -436,8 +436,10 @@ class Writer {
   };
   static constexpr int64_t kMaxCachedRow = 1024, kMaxBlockRow = 8192;
   // `static_extent`: the row's element count where it is static. Decides block_rows_.
+  // `cache_array`: declare the cache (a rows stage caches its buffers itself, RowCache).
   RowPasses row_passes(const std::string& j, const std::string& extent,
-                       std::optional<int64_t> static_extent, const std::string& ct) {
+                       std::optional<int64_t> static_extent, const std::string& ct,
+                       bool cache_array = true) {
     RowPasses p{j, extent, "", 0, ""};
     if (warp_rows_ && static_extent && *static_extent > kMaxCachedRow)
       block_rows_ = block_items_ = true;
@@ -445,7 +447,7 @@ class Writer {
         *static_extent <= (block_rows_ ? kMaxBlockRow : kMaxCachedRow)) {
       p.chunks = (*static_extent + row_stride() - 1) / row_stride();
       p.cache = fresh("row");
-      line(fmt::format("{} {}[{}];", ct, p.cache, p.chunks));
+      if (cache_array) line(fmt::format("{} {}[{}];", ct, p.cache, p.chunks));
     }
     return p;
   }
@@ -472,7 +474,37 @@ class Writer {
     return slot;
   }
 
+  // A rows stage (body_rows): each reduction it computes inside, as the variable holding it for
+  // the row, which elem() gives for the reduction's value.
+  std::map<ValueId, std::string> row_scalars_;
+  // Where its row is cached (RowPasses::chunks): each of `values` that a pass reads at the
+  // row's element `at` is kept in registers (`arrays`, declared at `declare_at` once the body
+  // is printed) by the first pass that reads it (`filling`), and read from there by the later
+  // ones (`filled`).
+  struct RowCache {
+    Index at;
+    std::string chunk, type;
+    int64_t chunks = 0;
+    size_t declare_at = 0;
+    int depth = 0;
+    std::set<ValueId> values;
+    std::map<ValueId, std::string> arrays;
+    std::set<ValueId> filled, filling;
+  };
+  // The values that more than one pass of rows stage `s` reads at the row's element, where no
+  // other such value holds them for every pass but one (body_rows).
+  std::set<ValueId> shared_row_values(const Stage& s) const;
+  std::optional<RowCache> row_cache_;
+  // One reduction `op` (Reduce*'s ops) of a row of `count` elements in the compute type `ct`:
+  // declares its accumulator, runs `pass` (a loop over the row calling its argument on each
+  // element) once or twice, combines the partial results across a warp or block, and returns
+  // the result's expression.
+  using RowPass = std::function<void(const std::function<void(const std::string&)>&)>;
+  std::string row_reduction(const std::string& op, const std::string& ct, const std::string& count,
+                            const RowPass& pass);
+
   std::string elem(ValueId v, const Index& idx);
+  std::string elem_uncached(ValueId v, const Index& idx);  // elem's computation or load
   std::string compute(const ir::Node& n, const Index& idx);
   std::string scalar(const ir::Node& n, const Index& idx);
   std::string reshape(ValueId in, ValueId out, const Index& idx);
@@ -484,6 +516,7 @@ class Writer {
   // Stage bodies over item `i`; each returns the item count.
   std::string body_pointwise(const Stage& s);
   std::string body_reduce(const Stage& s);
+  std::string body_rows(const Stage& s);
   std::string body_softmax(const Stage& s);
   std::string body_layernorm(const Stage& s);
   std::string body_attention(const Stage& s);

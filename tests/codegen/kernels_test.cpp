@@ -409,6 +409,62 @@ TEST_CASE("row reductions: softmax, layer norm, reduce*, residual + layernorm") 
   }
 }
 
+TEST_CASE("a rows stage computes the reductions its row reads: norms and softmax written out") {
+  // Each kernel is one stage over rows: on CUDA a warp per row (13: a thread per row; 3001 a
+  // block, in registers; 9001 a block, read in each pass; a run-time extent read in each pass).
+  const std::string mean_x = "(ReduceMean :axes (-1) :keepdims 1 (Add ?0 ?1))";
+  const std::string centered = "(Sub (Add ?0 ?1) " + mean_x + ")";
+  const std::string layernorm = "(Add (Mul (Div " + centered +
+                                " (Sqrt (Add (ReduceMean :axes (-1) :keepdims 1 (Pow " + centered +
+                                " ?2)) ?3))) ?4) ?5)";
+  const std::string rmsnorm =
+      "(Mul (Div ?0 (Sqrt (Add (ReduceMean :axes (-1) :keepdims 1 (Mul ?0 ?0)) ?1))) ?2)";
+  const std::string exp_x = "(Exp (Sub ?0 (ReduceMax :axes (-1) :keepdims 1 ?0)))";
+  const std::string softmax =
+      "(Div " + exp_x + " (ReduceSum :axes (-1) :keepdims 1 " + exp_x + "))";
+  const std::string log_softmax = "(Sub ?0 (ReduceLogSumExp :axes (-1) :keepdims 1 ?0))";
+  // A reduction read at another row (through a Transpose) is stored: a Reduce stage.
+  const std::string other_row =
+      "(Mul ?0 (Transpose :perm (1 0 2) (ReduceSum :axes (-1) :keepdims 1 ?1)))";
+  for (const std::optional<int64_t> cols :
+       {std::optional<int64_t>(1), std::optional<int64_t>(13), std::optional<int64_t>(33),
+        std::optional<int64_t>(3001), std::optional<int64_t>(9001), std::optional<int64_t>()}) {
+    INFO("row length " << (cols ? std::to_string(*cols) : "m"));
+    GraphBuilder b;
+    const Dim c = cols ? Dim(*cols) : Dim::symbol("m");
+    ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(3), c});
+    ValueId r = b.input("r", DType::f32, {Dim::symbol("n"), Dim(3), c});
+    ValueId g = b.input("g", DType::f32, {c});
+    ValueId bias = b.input("b", DType::f32, {c});
+    ValueId u = b.input("u", DType::f32, {Dim(3), Dim::symbol("n"), c});
+    auto scalar = [&](double v) {
+      ir::Tensor t(DType::f32, {});
+      t.set(0, v);
+      return b.constant(std::move(t));
+    };
+    const ValueId eps = scalar(1e-5);
+    b.output(kernel(b, layernorm, {x, r, scalar(2), eps, g, bias}));
+    b.output(kernel(b, rmsnorm, {x, eps, g}));
+    b.output(kernel(b, softmax, {x}));
+    b.output(kernel(b, log_softmax, {x}));
+    b.output(kernel(b, other_row, {x, u}));
+    // A kernel whose output is the reduction stores it (a Reduce stage) for the next to read.
+    b.output(kernel(b, "(Sub (Add ?0 ?1) ?2)", {x, r, kernel(b, mean_x, {x, r})}));
+    const ir::Graph graph = std::move(b).finish();
+    const codegen::KernelPlan plan = codegen::make_plan(graph);
+    std::vector<std::string> kinds;
+    for (const codegen::Stage& s : plan.stages)
+      kinds.push_back(std::string(codegen::stage_kind_name(s.kind)) + "/" +
+                      std::to_string(s.row_reductions.size()));
+    CHECK(kinds == std::vector<std::string>{"rows/2", "rows/1", "rows/2", "rows/1", "reduce/0",
+                                            "pointwise/0", "reduce/0", "pointwise/0"});
+    const int64_t m = cols.value_or(37);
+    for_each_vector_width([&] {
+      check_twin(graph, {{2, 3, m}, {2, 3, m}, {m}, {m}, {3, 2, m}}, {}, true);
+    });
+  }
+}
+
 // The CUDA forms the GPU run measured (bench/gpu): what the printed source must hold. The twin
 // does not print them; nvcc builds them in codegen_nvcc_build_test.
 TEST_CASE(
