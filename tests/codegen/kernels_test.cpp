@@ -458,6 +458,19 @@ TEST_CASE("a rows stage computes the reductions its row reads: norms and softmax
                       std::to_string(s.row_reductions.size()));
     CHECK(kinds == std::vector<std::string>{"rows/2", "rows/1", "rows/2", "rows/1", "reduce/0",
                                             "pointwise/0", "reduce/0", "pointwise/0"});
+    // On CUDA a static row of at most 8192 is read from memory once: the first pass keeps the
+    // residual sum in registers, the second the centred values; a longer row or one of
+    // run-time extent is read in each pass.
+    const std::string cuda = codegen::print_kernels(plan, codegen::Target::Cuda);
+    const size_t begin = cuda.find("__global__ void s0(");
+    REQUIRE(begin != std::string::npos);
+    const std::string layernorm_stage = cuda.substr(begin, cuda.find("\n}\n", begin) - begin);
+    size_t loads = 0;
+    const std::string x_load = "p" + std::to_string(plan.buffer_of.at(x)) + "[";
+    for (size_t at = layernorm_stage.find(x_load); at != std::string::npos;
+         at = layernorm_stage.find(x_load, at + 1))
+      ++loads;
+    CHECK(loads == (cols && *cols >= 32 && *cols <= 8192 ? 1 : 3));
     const int64_t m = cols.value_or(37);
     for_each_vector_width([&] {
       check_twin(graph, {{2, 3, m}, {2, 3, m}, {m}, {m}, {3, 2, m}}, {}, true);
