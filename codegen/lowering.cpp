@@ -46,6 +46,28 @@ bool reduces_last_axis(const ir::Graph& g, const ir::Node& n) {
   return a == r - 1 || a == -1;
 }
 
+std::optional<GatheredSlice> gathered_slice(const ir::Graph& g, const ir::Node& n) {
+  if (n.op_type != "Gather" || n.inputs.size() != 2 || n.inputs[0] == ir::kNoValue ||
+      n.inputs[1] == ir::kNoValue || !g.value(n.inputs[1]).is_weight())
+    return std::nullopt;
+  const auto indices = g.weight_data(n.inputs[1]);
+  const ir::Shape& in = g.value(n.inputs[0]).type.shape;
+  if (!indices || indices->numel() != 1 || indices->dims().size() > 1 || !in.has_rank())
+    return std::nullopt;
+  ir::OpContext ctx = ir::make_context(g, n);
+  int64_t axis = ctx.attr_int("axis");
+  if (axis < 0) axis += int64_t(in.rank());
+  if (axis < 0 || axis >= int64_t(in.rank())) return std::nullopt;
+  GatheredSlice slice{size_t(axis), int64_t(indices->get(0)), indices->dims().size() == 1};
+  if (slice.index < 0) {  // from the end: only where the extent is known
+    if (!in[slice.axis].is_static()) return std::nullopt;
+    slice.index += in[slice.axis].value();
+  }
+  if (slice.index < 0 || (in[slice.axis].is_static() && slice.index >= in[slice.axis].value()))
+    return std::nullopt;
+  return slice;
+}
+
 StageKind stage_kind(const ir::Node& n) {
   if (is_pointwise(n)) return StageKind::Pointwise;
   const std::string& op = n.op_type;

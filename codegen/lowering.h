@@ -1,6 +1,7 @@
 #pragma once
 // Which ops generated code computes, and how each reads its inputs: the one list the plan and
 // the printer share. An op outside it makes code generation stop with an error naming it.
+#include <optional>
 #include <vector>
 
 #include "codegen/plan.h"
@@ -23,6 +24,16 @@ StageKind stage_kind(const ir::Node& node);
 // The inputs whose elements generated code reads (Reshape's shape input is not one: the output
 // type already states the shape).
 std::vector<size_t> data_inputs(const ir::Node& node);
+// A Gather that picks one slice along its axis (its indices a constant of one element, rank 0
+// or 1): element `index` along `axis` of its input goes to `axis` of its output, dropped
+// (rank-0 indices) or kept at 0. Layout copies may be stored by their producers through it
+// (Buffer::placed_by).
+struct GatheredSlice {
+  size_t axis = 0;
+  int64_t index = 0;
+  bool keeps_axis = false;
+};
+std::optional<GatheredSlice> gathered_slice(const ir::Graph& graph, const ir::Node& node);
 // The inputs a stage reads as contiguous buffers (contraction operands).
 std::vector<size_t> contiguous_inputs(const ir::Node& node);
 }  // namespace eqfuse::codegen

@@ -308,21 +308,30 @@ bool arch_has_tensor_cores(const std::string& arch) {
 }
 
 // The ops through which pointwise stage `s` only moves the elements of the one value it reads,
-// from that value to the stage's output: Transposes and ops that keep the linear index
-// (Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout), so each element lands at one place.
-// Empty when the stage computes anything else.
+// from that value to the stage's output: Transposes, ops that keep the linear index (Reshape,
+// Flatten, Squeeze, Unsqueeze, Identity, Dropout) and Gathers of one slice (its constant index
+// aside, the stage reads nothing else), so each element lands at one place or, outside the
+// slice, none. Empty when the stage computes anything else.
 static std::vector<NodeId> layout_copy_path(const ir::Graph& g, const Stage& s) {
-  if (s.node == ir::kNoNode || s.kind != StageKind::Pointwise || s.reads.size() != 1) return {};
+  if (s.node == ir::kNoNode || s.kind != StageKind::Pointwise) return {};
   std::vector<NodeId> path;
+  std::set<ValueId> indices;
   for (NodeId n = s.node;;) {
     const ir::Node& node = g.node(n);
-    if ((node.op_type != "Transpose" && !keeps_linear_index(node.op_type)) || node.inputs.empty() ||
-        node.inputs[0] == ir::kNoValue)
+    const bool slice = gathered_slice(g, node).has_value();
+    if ((node.op_type != "Transpose" && !keeps_linear_index(node.op_type) && !slice) ||
+        node.inputs.empty() || node.inputs[0] == ir::kNoValue)
       return {};
+    if (slice) indices.insert(node.inputs[1]);
     path.push_back(n);
     const ValueId in = node.inputs[0];
-    if (in == s.reads[0]) break;
-    // Not the value it reads, so recomputed: a value of the stage's own.
+    if (std::find(s.reads.begin(), s.reads.end(), in) != s.reads.end()) {
+      // The value it moves is its one read but for the slices' indices.
+      for (ValueId r : s.reads)
+        if (r != in && !indices.count(r)) return {};
+      break;
+    }
+    // Not a value it reads, so recomputed: a value of the stage's own.
     n = g.value(in).producer;
     if (n == ir::kNoNode) return {};
   }
@@ -706,7 +715,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     if (s.written_by_producers || !options.layout_copies_by_producers) continue;
     const std::vector<NodeId> path = layout_copy_path(g, s);
     if (path.empty()) continue;
-    const ValueId v = s.reads[0];
+    const ValueId v = g.node(path.front()).inputs[0];
     Buffer& b = plan.buffers[plan.buffer_of.at(v)];
     if (placeable(v, s.output, storers)) {
       b.stored_in = s.output;

@@ -14,7 +14,7 @@
 // contraction makes it, or when a contraction reads it (contractions read contiguous operands; an
 // attention stage reads Q, K and V through the layout ops that make them); everything else inside a
 // kernel is recomputed in registers where it is used, as the fusion chose. A reduction of the last
-// axis that only pointwise work of its kernel reads, down to values of the rows' own shape, is
+// axis that only elementwise work of its kernel reads, up to values of its input's shape, is
 // computed inside the stage writing that value, a row at a time (a rows stage).
 //
 // Materialized values live in the caller's input and output buffers, in the weights blob (one

@@ -51,7 +51,8 @@ std::string Writer::elem(ValueId v, const Index& idx) {
   if (row_cached) {
     auto [array, fresh_array] = row_cache_->arrays.emplace(v, "");
     if (fresh_array) array->second = fresh("row");
-    line(fmt::format("{}[{}] = ({}){};", array->second, row_cache_->chunk, row_cache_->type, var));
+    line(fmt::format("{}[{}] = ({}){};", array->second, row_cache_->chunk,
+                     compute_type({type(v).dtype}), var));
     row_cache_->filling.insert(v);
   }
   scopes_.back()[key] = var;

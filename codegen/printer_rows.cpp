@@ -180,9 +180,10 @@ std::set<ValueId> Writer::shared_row_values(const Stage& s) const {
   std::set<ValueId> filled, read_again;
   for (const auto& pass : passes) {
     for (ValueId v : reached(pass, filled)) {
+      const std::string t = compute_type({type(v).dtype});
       if (filled.count(v))
         read_again.insert(v);
-      else if (count[v] > 1)
+      else if (count[v] > 1 && (t == "float" || t == "double"))  // a mask is recomputed
         filled.insert(v);
     }
   }
@@ -206,21 +207,27 @@ std::string Writer::body_rows(const Stage& s) {
   const ir::Dim& last = type(out).shape[r - 1];
   const std::optional<int64_t> static_cols =
       last.is_static() ? std::optional<int64_t>(last.value()) : std::nullopt;
-  // As body_reduce: a warp per row (a block over kMaxCachedRow), else a thread per row.
-  warp_rows_ = target_ == Target::Cuda && (ct == "float" || ct == "double") &&
-               (!static_cols || *static_cols >= 32);
+  // Each reduction accumulates in its own type (the output may be a mask or integers).
+  auto reduction_type = [&](ir::NodeId n) {
+    return compute_type({type(g_.node(n).outputs[0]).dtype});
+  };
+  // As body_reduce: a warp per row (a block over kMaxCachedRow) where every reduction is of
+  // floating point, else a thread per row.
+  warp_rows_ = target_ == Target::Cuda && (!static_cols || *static_cols >= 32);
+  for (ir::NodeId n : s.row_reductions)
+    warp_rows_ = warp_rows_ && (reduction_type(n) == "float" || reduction_type(n) == "double");
   const std::string j = fresh("j");
   RowPasses row = row_passes(j, cols, static_cols, ct, /*cache_array=*/false);
   idx.push_back(dim_is_one(out, r - 1) ? "0" : j);
   if (row.chunks)
     row_cache_ =
-        RowCache{idx, "", ct, row.chunks, out_.size(), depth_, shared_row_values(s), {}, {}, {}};
-  // A pass over the row: `body` takes the element of `v` (of the row's shape) at j.
-  auto pass_over = [&](const std::function<std::string()>& element) {
-    return [&, element](const std::function<void(const std::string&)>& body) {
+        RowCache{idx, "", row.chunks, out_.size(), depth_, shared_row_values(s), {}, {}, {}};
+  // A pass over the row: `body` takes the element `element` prints, as `as`.
+  auto pass_over = [&](const std::function<std::string()>& element, const std::string& as) {
+    return [&, element, as](const std::function<void(const std::string&)>& body) {
       open_row(row);
       if (row_cache_) row_cache_->chunk = row.chunk;
-      body("(" + ct + ")" + element());
+      body("(" + as + ")" + element());
       close_row(row);
       if (row_cache_) {
         row_cache_->filled.insert(row_cache_->filling.begin(), row_cache_->filling.end());
@@ -231,19 +238,21 @@ std::string Writer::body_rows(const Stage& s) {
   for (ir::NodeId reduction : s.row_reductions) {
     const ir::Node& n = g_.node(reduction);
     const ValueId in = n.inputs[0];
-    const std::string result = row_reduction(n.op_type, ct, dim(in, rank(in) - 1),
-                                             pass_over([&, in] { return elem(in, idx); }));
+    const std::string rt = reduction_type(reduction);
+    const std::string result = row_reduction(n.op_type, rt, dim(in, rank(in) - 1),
+                                             pass_over([&, in] { return elem(in, idx); }, rt));
     const std::string var = fresh("r");
-    line(fmt::format("const {} {} = {};", ct, var, result));
+    line(fmt::format("const {} {} = {};", rt, var, result));
     row_scalars_[n.outputs[0]] = var;
   }
-  pass_over([&] { return compute(g_.node(s.node), idx); })(
-      [&](const std::string& v) { line(store(out, linear(out, idx), idx, v)); });
-  if (row_cache_) {  // the registers of the buffers the passes cached, declared before them
+  pass_over([&] { return compute(g_.node(s.node), idx); },
+            ct)([&](const std::string& v) { line(store(out, linear(out, idx), idx, v)); });
+  if (row_cache_) {  // the registers the passes filled, declared before them
     std::string decls;
-    for (const auto& [v, array] : row_cache_->arrays)
-      decls += fmt::format("{}{} {}[{}];\n", std::string(size_t(row_cache_->depth) * 2, ' '), ct,
-                           array, row_cache_->chunks);
+    const std::string indent(size_t(row_cache_->depth) * 2, ' ');
+    for (const auto& [v, array] : row_cache_->arrays)  // (void): a pass may not read it back
+      decls += fmt::format("{}{} {}[{}];\n{}(void){};\n", indent, compute_type({type(v).dtype}),
+                           array, row_cache_->chunks, indent, array);
     out_.insert(row_cache_->declare_at, decls);
   }
   row_cache_.reset();

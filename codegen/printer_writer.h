@@ -247,55 +247,81 @@ class Writer {
   // The statement storing `value` as element `lin` (index `at`) of `v`: into v's buffer, unless
   // v is kept in a Concat's or layout copy's (Buffer::stored_in), and at each place a layout copy
   // of it takes (also_stored_in), followed through the ops between them and on, where those
-  // values are kept elsewhere in turn.
+  // values are kept elsewhere in turn. A place through a Gather of one slice takes only the
+  // slice's elements (a store under a condition).
+  struct Ref {
+    std::string condition;  // empty: always
+    std::string target;
+  };
   std::string store(ValueId v, const std::string& lin, const Index& at, const std::string& value) {
-    std::vector<std::string> refs;
-    store_places(v, lin, at, refs, true);
+    std::vector<Ref> refs;
+    store_places(v, lin, at, "", refs, true);
     return assign(refs, value);
   }
   // Only the layout copies' places (a grouped stage stores v's own elements 4 at a time).
   std::string store_copies(ValueId v, const std::string& lin, const Index& at,
                            const std::string& value) {
-    std::vector<std::string> refs;
-    store_places(v, lin, at, refs, false);
+    std::vector<Ref> refs;
+    store_places(v, lin, at, "", refs, false);
     return assign(refs, value);
   }
-  std::string assign(const std::vector<std::string>& refs, const std::string& value) {
+  std::string assign(const std::vector<Ref>& refs, const std::string& value) {
+    auto one = [](const Ref& r, const std::string& v) {
+      return r.condition.empty() ? fmt::format("{} = {};", r.target, v)
+                                 : fmt::format("if ({}) {} = {};", r.condition, r.target, v);
+    };
     if (refs.empty()) return "";
-    if (refs.size() == 1) return fmt::format("{} = {};", refs[0], value);
+    if (refs.size() == 1) return one(refs[0], value);
     const std::string t = fresh("st");
     std::string stmt = fmt::format("const auto {} = {};", t, value);
-    for (const std::string& r : refs) stmt += fmt::format(" {} = {};", r, t);
+    for (const Ref& r : refs) stmt += " " + one(r, t);
     return stmt;
   }
   void store_places(ValueId v, const std::optional<std::string>& lin,
-                    const std::optional<Index>& at, std::vector<std::string>& refs, bool own) {
+                    const std::optional<Index>& at, const std::string& condition,
+                    std::vector<Ref>& refs, bool own) {
     const Buffer& b = *plan_.buffer(v);
     if (own && b.stored_in) {
       std::optional<std::string> held_lin = lin;
       std::optional<Index> held_at = at;
-      const ValueId h = place(v, b.placed_by, held_lin, held_at);
-      store_places(h, held_lin, held_at, refs, true);
+      std::string held_condition = condition;
+      const ValueId h = place(v, b.placed_by, held_lin, held_at, held_condition);
+      store_places(h, held_lin, held_at, held_condition, refs, true);
     } else if (own) {
       stored_.insert(v);
-      refs.push_back(fmt::format("{}[{}]", ptr(v), lin ? *lin : linear(v, *at)));
+      refs.push_back({condition, fmt::format("{}[{}]", ptr(v), lin ? *lin : linear(v, *at))});
     }
     for (const Buffer::Place& p : b.also_stored_in) {
       std::optional<std::string> copy_lin = lin;
       std::optional<Index> copy_at = at;
-      const ValueId h = place(v, p.by, copy_lin, copy_at);
-      store_places(h, copy_lin, copy_at, refs, true);
+      std::string copy_condition = condition;
+      const ValueId h = place(v, p.by, copy_lin, copy_at, copy_condition);
+      store_places(h, copy_lin, copy_at, copy_condition, refs, true);
     }
   }
   // Follows an element of `v` (its linear index `lin` or its index `at`, whichever the next op
-  // needs, the other reset) through layout ops `by` (Transposes, Concats, and ops that keep the
-  // linear index) to the value they make, which it returns.
+  // needs, the other reset) through layout ops `by` (Transposes, Concats, Gathers of one slice,
+  // which add to `condition` that the element is in the slice, and ops that keep the linear
+  // index) to the value they make, which it returns.
   ValueId place(ValueId v, const std::vector<ir::NodeId>& by, std::optional<std::string>& lin,
-                std::optional<Index>& at) {
+                std::optional<Index>& at, std::string& condition) {
     for (ir::NodeId id : by) {
       const ir::Node& n = g_.node(id);
       const ValueId out = n.outputs[0];
-      if (n.op_type == "Transpose" || n.op_type == "Concat") {
+      if (const auto slice = gathered_slice(g_, n)) {
+        if (!at) at = decompose_value(*lin, v);
+        Index moved = *at;
+        const std::string& k = moved[slice->axis];
+        const std::string in_slice = fmt::format("{} == {}", k, slice->index);
+        if (k != std::to_string(slice->index))  // "0" where the axis is 1 long
+          condition = condition.empty() ? in_slice : condition + " && " + in_slice;
+        if (slice->keeps_axis)
+          moved[slice->axis] = "0";
+        else
+          moved.erase(moved.begin() + long(slice->axis));
+        at = std::move(moved);
+        lin.reset();
+      } else if (n.op_type == "Transpose" || n.op_type == "Concat") {
         if (!at) at = decompose_value(*lin, v);
         Index moved = *at;
         if (n.op_type == "Transpose") {
@@ -483,7 +509,7 @@ class Writer {
   // ones (`filled`).
   struct RowCache {
     Index at;
-    std::string chunk, type;
+    std::string chunk;
     int64_t chunks = 0;
     size_t declare_at = 0;
     int depth = 0;

@@ -342,6 +342,100 @@ TEST_CASE("a layout copy's producer stores each element at its place in the copy
   }
 }
 
+TEST_CASE("a Gather of one slice is stored by its producer: the [CLS] row before a classifier") {
+  // The producer stores only the slice's elements, where the Gather puts them, under a
+  // condition; the Gather stage does nothing. An index from the end, a kept axis (indices of
+  // shape [1]), the batch axis, a value read elsewhere too (stored beside), a chain through a
+  // Transpose, a convolution's channel and a rows stage. A run-time index stays a copy.
+  GraphBuilder b;
+  auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
+  auto index = [&](std::vector<int64_t> dims, int64_t k) {
+    return b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, std::move(dims), {k}));
+  };
+  auto gather = [&](ValueId v, ValueId i, int64_t axis) {
+    return b.op("Gather", {v, i}, {{"axis", axis}});
+  };
+  const Dim n = Dim::symbol("n");
+  ValueId x = b.input("x", DType::f32, {n, Dim(5), Dim(4)});
+  ValueId img = b.input("img", DType::f32, {n, Dim(2), Dim(5), Dim(7)});
+  ValueId dyn = b.input("i", DType::i64, {});
+  ValueId w = b.weight("w", random_tensor({4, 3}, 1));
+  ValueId bias = b.weight("bias", random_tensor({3}, 2));
+  ValueId ln =
+      b.op("LayerNormalization",
+           {x, b.weight("g", random_tensor({4}, 3)), b.weight("beta", random_tensor({4}, 4))},
+           {{"axis", int64_t{-1}}});
+  b.output(b.op("Gemm", {gather(ln, index({}, 0), 1), w, bias}));  // [n, 4] -> [n, 3]
+  ValueId soft = b.op("Softmax", {x}, {{"axis", int64_t{-1}}});
+  b.output(gather(soft, index({1}, -1), 1));  // [n, 1, 4], the last row
+  ValueId relu = b.op("Relu", {x});
+  b.output(gather(relu, index({}, 0), 0));  // [5, 4], the first batch entry
+  ValueId sig = b.op("Sigmoid", {x});
+  b.output(gather(sig, index({}, 3), 1));
+  b.output(b.op("Neg", {sig}));
+  ValueId tanh = b.op("Tanh", {x});
+  b.output(b.op("MatMul",
+                {gather(b.op("Transpose", {tanh}, {{"perm", ints({0, 2, 1})}}), index({}, 2), 2),
+                 b.weight("w4", random_tensor({4, 2}, 5))}));
+  ValueId conv = b.op("Conv",
+                      {img, b.weight("wc", random_tensor({16, 2, 3, 3}, 6)),
+                       b.weight("bc", random_tensor({16}, 7))},
+                      {{"pads", ints({1, 1, 1, 1})}});
+  b.output(gather(conv, index({}, 5), 1));  // [n, 5, 7]
+  ValueId rows = kernel(b, "(Sub ?0 (ReduceMax :axes (-1) :keepdims 1 ?0))", {x});
+  b.output(gather(rows, index({}, 4), 1));
+  ValueId exp = b.op("Exp", {x});
+  b.output(gather(exp, dyn, 1));
+  ir::Graph g = std::move(b).finish();
+
+  codegen::KernelPlan plan = codegen::make_plan(g);
+  auto buffer = [&](ValueId value) {
+    return plan.buffer(*plan.graph.find_value(g.value(value).name));
+  };
+  for (ValueId placed : {ln, soft, relu, tanh, conv, rows}) {
+    INFO(g.value(placed).name);
+    CHECK(buffer(placed)->stored_in.has_value());
+  }
+  CHECK(buffer(sig)->also_stored_in.size() == 1);
+  CHECK(buffer(exp)->plain());
+  size_t skipped = 0;
+  for (const codegen::Stage& st : plan.stages) skipped += st.written_by_producers;
+  CHECK(skipped == 8);  // 7 Gathers and the Transpose
+  for (int64_t size : {1, 3, 8})
+    CHECK_FALSE(codegen::check_buffer_plan(plan.arena, plan.lifetimes, {{"n", size}}).has_value());
+  std::vector<ir::Tensor> inputs = {random_tensor({2, 5, 4}, 8), random_tensor({2, 2, 5, 7}, 9),
+                                    ir::Tensor(DType::i64, {})};
+  inputs[2].set(0, 3);
+  for (int64_t size : {1, 2}) {
+    std::vector<ir::Tensor> at = inputs;
+    at[0] = random_tensor({size, 5, 4}, 10);
+    at[1] = random_tensor({size, 2, 5, 7}, 11);
+    auto twin = codegen::CpuModule::build(g);
+    const std::vector<ir::Tensor> want = ir::Interpreter(g).run(at);
+    const std::vector<ir::Tensor> twin_out = twin->run(at),
+                                  cuda = testing::run_cuda_emulated(g, at);
+    for (size_t o = 0; o < want.size(); ++o) {
+      INFO("batch " << size << ", output " << o);
+      CHECK(frontend::compare_tensors(twin_out[o], want[o], 1e-4, 1e-5).match);
+      CHECK(frontend::compare_tensors(cuda[o], want[o], 1e-4, 1e-5).match);
+    }
+  }
+  for (DType precision : {DType::bf16, DType::f16}) {
+    codegen::PlanOptions options;
+    options.precision = precision;
+    const std::vector<ir::Tensor> expected =
+        codegen::CpuModule::build(g, nullptr, {}, options)->run(inputs);
+    auto [rtol, atol] = codegen::precision_tolerance(precision);
+    for (const char* form : {"kernels", "cudnn"}) {
+      const std::vector<ir::Tensor> got = testing::run_cuda_emulated(g, inputs, options, form);
+      for (size_t o = 0; o < got.size(); ++o) {
+        INFO(ir::dtype_name(precision) << ", " << form << ", output " << o);
+        CHECK(frontend::compare_tensors(got[o], expected[o], rtol, atol).match);
+      }
+    }
+  }
+}
+
 TEST_CASE("a pointwise kernel with broadcasting and folded transposes") {
   for (int64_t n : {1, 7, 13}) {
     GraphBuilder b;
@@ -448,6 +542,8 @@ TEST_CASE("a rows stage computes the reductions its row reads: norms and softmax
     b.output(kernel(b, softmax, {x}));
     b.output(kernel(b, log_softmax, {x}));
     b.output(kernel(b, other_row, {x, u}));
+    // A mask of each row's maximum: the reduction in f32, the stage writing bools.
+    b.output(kernel(b, "(Equal ?0 (ReduceMax :axes (-1) :keepdims 1 ?0))", {x}));
     // A kernel whose output is the reduction stores it (a Reduce stage) for the next to read.
     b.output(kernel(b, "(Sub (Add ?0 ?1) ?2)", {x, r, kernel(b, mean_x, {x, r})}));
     const ir::Graph graph = std::move(b).finish();
@@ -457,7 +553,7 @@ TEST_CASE("a rows stage computes the reductions its row reads: norms and softmax
       kinds.push_back(std::string(codegen::stage_kind_name(s.kind)) + "/" +
                       std::to_string(s.row_reductions.size()));
     CHECK(kinds == std::vector<std::string>{"rows/2", "rows/1", "rows/2", "rows/1", "reduce/0",
-                                            "pointwise/0", "reduce/0", "pointwise/0"});
+                                            "pointwise/0", "rows/1", "reduce/0", "pointwise/0"});
     // On CUDA a static row of at most 8192 is read from memory once: the first pass keeps the
     // residual sum in registers, the second the centred values; a longer row or one of
     // run-time extent is read in each pass.
