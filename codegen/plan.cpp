@@ -487,11 +487,14 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   auto row_type = [&](NodeId reduction) -> const ir::TensorType& {
     return g.value(g.node(reduction).inputs[0]).type;
   };
+  // The reductions each stage's node reaches, as of the last round (where none failed).
+  std::vector<std::set<NodeId>> reductions_of(nodes.size());
   for (bool changed = true; changed;) {
     changed = false;
     std::vector<bool> fails(nodes.size(), false);
     for (size_t i = 0; i < nodes.size(); ++i) {
       const ValueId out = nodes[i].outputs[0];
+      reductions_of[i].clear();
       if (!live[i] || !mat[out]) continue;
       // (node, whether its inputs are read along the rows of `rows` by elementwise ops only)
       struct Reach {
@@ -517,6 +520,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
           const NodeId p = g.value(n.inputs[k]).producer;
           if (p == ir::kNoNode) continue;
           if (in_rows[p]) {
+            reductions_of[i].insert(p);
             if (!at.along || !same_shape(*at.rows, row_type(p))) fails[p] = true;
             todo.push_back({p, true, &row_type(p)});
           } else {
@@ -559,26 +563,9 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     }
     s.node = NodeId(i);
     s.output = out;
-    if (s.kind == StageKind::Pointwise) {  // the reductions it computes inside
-      std::set<NodeId> inside, visited;
-      std::vector<NodeId> todo = {NodeId(i)};
-      while (!todo.empty()) {
-        const NodeId at = todo.back();
-        todo.pop_back();
-        if (!visited.insert(at).second) continue;
-        const ir::Node& m = g.node(at);
-        for (size_t k : data_inputs(m)) {
-          if (k >= m.inputs.size() || m.inputs[k] == ir::kNoValue || mat[m.inputs[k]]) continue;
-          const NodeId p = g.value(m.inputs[k]).producer;
-          if (p == ir::kNoNode) continue;
-          if (in_rows[p]) inside.insert(p);
-          todo.push_back(p);
-        }
-      }
-      if (!inside.empty()) {
-        s.kind = StageKind::Rows;
-        s.row_reductions.assign(inside.begin(), inside.end());  // node order: inner ones first
-      }
+    if (!reductions_of[i].empty()) {  // a pointwise stage, or a reduction would have failed
+      s.kind = StageKind::Rows;
+      s.row_reductions.assign(reductions_of[i].begin(), reductions_of[i].end());  // inner first
     }
     s.step = step_for(origin[i]);
     plan.steps[s.step].stages.push_back(plan.stages.size());
