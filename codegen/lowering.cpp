@@ -68,6 +68,18 @@ std::optional<GatheredSlice> gathered_slice(const ir::Graph& g, const ir::Node& 
   return slice;
 }
 
+bool dropout_is_identity(const ir::Graph& g, const ir::Node& n) {
+  auto constant = [&](size_t k) -> std::optional<double> {
+    if (k >= n.inputs.size() || n.inputs[k] == ir::kNoValue || !g.value(n.inputs[k]).is_weight())
+      return std::nullopt;
+    const auto t = g.weight_data(n.inputs[k]);
+    if (!t || t->numel() != 1) return std::nullopt;
+    return t->get(0);
+  };
+  const bool training_input = n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue;
+  return !training_input || constant(2) == 0.0 || constant(1) == 0.0;
+}
+
 StageKind stage_kind(const ir::Node& n) {
   if (is_pointwise(n)) return StageKind::Pointwise;
   const std::string& op = n.op_type;

@@ -18,6 +18,9 @@ bool is_elementwise(const ir::Node& node);
 // A reduction of the last axis that keeps it (Reduce*, its axes constant): what a rows stage
 // computes inside (Stage::row_reductions).
 bool reduces_last_axis(const ir::Graph& graph, const ir::Node& node);
+// A Dropout that passes its input through: its training_mode input absent or a constant false,
+// or its ratio a constant 0. Any other is training mode, which generated code does not compute.
+bool dropout_is_identity(const ir::Graph& graph, const ir::Node& node);
 // How a node is lowered when its value is materialized. Error (Unsupported) naming the op and
 // node when generated code cannot compute it.
 StageKind stage_kind(const ir::Node& node);

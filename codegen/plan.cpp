@@ -384,6 +384,8 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     // and Dropout's mask are not generated).
     for (size_t k = 1; k < n.outputs.size(); ++k)
       if (read[n.outputs[k]]) unsupported(n, fmt::format("output {} is not generated", k));
+    if (n.op_type == "Dropout" && !dropout_is_identity(g, n))
+      unsupported(n, "training mode (its training_mode input not a constant false) is not generated");
     for (size_t k : data_inputs(n))
       if (k < n.inputs.size() && n.inputs[k] != ir::kNoValue) read[n.inputs[k]] = true;
   }

@@ -153,7 +153,8 @@ std::string Writer::scalar(const ir::Node& n, const Index& idx) {
   std::vector<DType> types = {type(out).dtype};
   for (ValueId in : n.inputs)
     if (in != ir::kNoValue) types.push_back(type(in).dtype);
-  if (type(out).dtype == DType::boolean) types.pop_back(), types.erase(types.begin());
+  // A predicate (Equal, IsNaN, And...) computes in its inputs' type, not in its bool output's.
+  if (type(out).dtype == DType::boolean) types.erase(types.begin());
   std::string ct = compute_type(types);
   std::set<int64_t> refs;
   input_refs(*e, refs);
