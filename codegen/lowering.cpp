@@ -15,6 +15,21 @@ namespace {
 const std::set<std::string, std::less<>> kLayout = {"Transpose", "Reshape",  "Flatten", "Squeeze",
                                                     "Unsqueeze", "Identity", "Dropout", "Expand",
                                                     "Slice",     "Concat",   "Gather",  "Shape"};
+// Computed element by element, each output element an expression of loads at computed places
+// (printer_index_ops.cpp); unlike kLayout's, not read through by the plan.
+const std::set<std::string, std::less<>> kIndexed = {"BatchNormalization",
+                                                     "Trilu",
+                                                     "Tile",
+                                                     "DepthToSpace",
+                                                     "SpaceToDepth",
+                                                     "GatherElements",
+                                                     "Pad",
+                                                     "OneHot",
+                                                     "EyeLike",
+                                                     "ConstantOfShape",
+                                                     "Range",
+                                                     "Resize",
+                                                     "Upsample"};
 const std::set<std::string, std::less<>> kReduce = {
     "ReduceSum",    "ReduceMean",      "ReduceMax",         "ReduceMin",
     "ReduceProd",   "ReduceL1",        "ReduceL2",          "ReduceSumSquare",
@@ -24,12 +39,13 @@ const std::set<std::string, std::less<>> kReduce = {
 
 bool is_pointwise(const ir::Node& n) {
   if (!n.def) return false;
-  if (kLayout.count(n.op_type)) return true;
+  if (kLayout.count(n.op_type) || kIndexed.count(n.op_type)) return true;
   return n.def->scalar != nullptr || n.def->scalar_for_node != nullptr;
 }
 
 bool is_elementwise(const ir::Node& n) {
-  return is_pointwise(n) && (!kLayout.count(n.op_type) || n.op_type == "Expand");
+  return is_pointwise(n) && !kIndexed.count(n.op_type) &&
+         (!kLayout.count(n.op_type) || n.op_type == "Expand");
 }
 
 bool reduces_last_axis(const ir::Graph& g, const ir::Node& n) {
@@ -83,7 +99,7 @@ bool dropout_is_identity(const ir::Graph& g, const ir::Node& n) {
 StageKind stage_kind(const ir::Node& n) {
   if (is_pointwise(n)) return StageKind::Pointwise;
   const std::string& op = n.op_type;
-  if (kReduce.count(op)) return StageKind::Reduce;
+  if (kReduce.count(op) || op == "ArgMax" || op == "ArgMin") return StageKind::Reduce;
   if (op == "Softmax" || op == "LogSoftmax") return StageKind::Softmax;
   if (op == "LayerNormalization") return StageKind::LayerNorm;
   if (op == "MatMul") return StageKind::MatMul;
@@ -96,10 +112,12 @@ StageKind stage_kind(const ir::Node& n) {
 
 std::vector<size_t> data_inputs(const ir::Node& n) {
   const std::string& op = n.op_type;
-  if (op == "Shape") return {};
+  if (op == "Shape" || op == "EyeLike" || op == "ConstantOfShape") return {};  // shapes only
+  if (op == "Range" || op == "OneHot") return {0, 2};  // not the length, nor the depth
   if (op == "Reshape" || op == "Expand" || op == "Slice" || op == "Squeeze" || op == "Unsqueeze" ||
-      op == "Dropout" || kReduce.count(op))
+      op == "Dropout" || op == "Tile" || op == "Resize" || op == "Upsample" || kReduce.count(op))
     return {0};
+  if (op == "Pad") return {0, 2};
   std::vector<size_t> all(n.inputs.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   return all;

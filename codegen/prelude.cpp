@@ -145,6 +145,42 @@ template <typename T> EQF_FN T eqf_sign(T x) { return T((x > T(0)) - (x < T(0)))
 template <typename T> EQF_FN T eqf_not(T x) { return T(x == T(0)); }
 template <typename T> EQF_FN T eqf_isnan(T x) { return T(x != x); }
 template <typename T> EQF_FN T eqf_isinf(T x) { return T(x - x != x - x && x == x); }
+// Resize: the input coordinate of output coordinate x along an axis under coordinate
+// transformation `mode` (0 half_pixel, 1 half_pixel_symmetric, 2 pytorch_half_pixel,
+// 3 align_corners, 4 asymmetric, 5 tf_half_pixel_for_nn, 6 tf_crop_and_resize:
+// ir::source_coordinate's formulas), and its nearest input under `round` (0 round_prefer_floor,
+// 1 round_prefer_ceil, 2 floor, 3 ceil).
+EQF_FN double eqf_resize_source(int mode, double x, double scale, int64_t in, int64_t out,
+                                double roi_start, double roi_end) {
+  const double length = scale * (double)in;
+  switch (mode) {
+    case 0: return (x + 0.5) / scale - 0.5;
+    case 1: return (double)in / 2 * (1 - (double)out / length) + (x + 0.5) / scale - 0.5;
+    case 2: return length > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+    case 3: return length == 1 ? 0.0 : x * (double)(in - 1) / (length - 1);
+    case 4: return x / scale;
+    case 5: return (x + 0.5) / scale;
+    default:
+      return length > 1 ? roi_start * (double)(in - 1) +
+                              x * (roi_end - roi_start) * (double)(in - 1) / (length - 1)
+                        : 0.5 * (roi_start + roi_end) * (double)(in - 1);
+  }
+}
+EQF_FN double eqf_resize_nearest(double x, int round) {
+  return round == 0 ? ceil(x - 0.5) : round == 1 ? floor(x + 0.5) : round == 2 ? floor(x) : ceil(x);
+}
+// Pad: the input coordinate that coordinate c (the output's less the front pad) reads along an
+// axis of n elements, c itself where it is inside; mode 1 edge, 2 wrap, 3 reflect
+// (ir::pad_source's rule).
+EQF_FN int64_t eqf_pad_source(int64_t c, int64_t n, int mode) {
+  if (c >= 0 && c < n) return c;
+  if (mode == 1) return c < 0 ? 0 : n - 1;
+  if (mode == 2) return ((c % n) + n) % n;
+  if (n == 1) return 0;
+  const int64_t period = 2 * (n - 1);
+  c = ((c % period) + period) % period;
+  return c < n ? c : period - c;
+}
 template <typename T> EQF_FN T eqf_add(T a, T b) { return a + b; }
 template <typename T> EQF_FN T eqf_sub(T a, T b) { return a - b; }
 template <typename T> EQF_FN T eqf_mul(T a, T b) { return a * b; }

@@ -113,6 +113,15 @@ std::string Writer::compute(const ir::Node& n, const Index& idx) {
   if (op == "Concat") return concat(n, idx);
   if (op == "Gather") return gather(n, idx);
   if (op == "Shape") return shape(n, idx);
+  if (op == "BatchNormalization") return batch_norm(n, idx);
+  if (op == "Trilu") return trilu(n, idx);
+  if (op == "Tile") return tile(n, idx);
+  if (op == "DepthToSpace" || op == "SpaceToDepth") return depth_space(n, idx);
+  if (op == "GatherElements") return gather_elements(n, idx);
+  if (op == "Pad") return pad(n, idx);
+  if (op == "OneHot") return one_hot(n, idx);
+  if (op == "Resize" || op == "Upsample") return resize(n, idx);
+  if (op == "ConstantOfShape" || op == "EyeLike" || op == "Range") return generated(n, idx);
   return scalar(n, idx);
 }
 

@@ -43,8 +43,46 @@ std::string Writer::row_reduction(const std::string& op, const std::string& ct,
   return acc;
 }
 
+std::string Writer::body_arg_reduce(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  const ValueId in = n.inputs[0], out = s.output;
+  const size_t r = rank(in);
+  int64_t axis = ctx.attr_int("axis");
+  if (axis < 0) axis += int64_t(r);
+  const bool keep = ctx.attr_int("keepdims") != 0, last = ctx.attr_int("select_last_index") != 0;
+  const Index oidx = decompose_value("i", out);
+  Index in_idx(r);
+  const std::string j = fresh("k");
+  for (size_t k = 0, o = 0; k < r; ++k) {
+    if (int64_t(k) == axis) {
+      in_idx[k] = j;
+      if (keep) ++o;
+    } else {
+      in_idx[k] = oidx[o++];
+    }
+  }
+  // A thread per output element walks its axis: the first (or last) index of the extreme, as
+  // the interpreter's kernel_arg.
+  const std::string ct = compute_type({type(in).dtype}), best = fresh("best"), at = fresh("at");
+  line(fmt::format("{} {} = 0;", ct, best));
+  line(fmt::format("int64_t {} = -1;", at));
+  open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", j, j, dim(in, size_t(axis)), j));
+  const std::string x = elem(in, in_idx);
+  const std::string v = storage_type(type(in).dtype) == ct ? x : "(" + ct + ")" + x;
+  const char* better = n.op_type == "ArgMax" ? (last ? ">=" : ">") : (last ? "<=" : "<");
+  open(fmt::format("if ({} < 0 || {} {} {})", at, v, better, best));
+  line(fmt::format("{} = {};", best, v));
+  line(fmt::format("{} = {};", at, j));
+  close();
+  close();
+  line(store(out, "i", oidx, fmt::format("{} < 0 ? 0 : {}", at, at)));
+  return numel(out);
+}
+
 std::string Writer::body_reduce(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
+  if (n.op_type == "ArgMax" || n.op_type == "ArgMin") return body_arg_reduce(s);
   ir::OpContext ctx = ir::make_context(g_, n);
   ValueId in = n.inputs[0], out = s.output;
   size_t r = rank(in);

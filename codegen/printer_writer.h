@@ -544,10 +544,22 @@ class Writer {
   std::string concat(const ir::Node& n, const Index& idx);
   std::string gather(const ir::Node& n, const Index& idx);
   std::string shape(const ir::Node& n, const Index& idx);
+  // printer_index_ops.cpp: ops reading their inputs at computed places.
+  std::string value_in(ValueId out, const std::string& ct, const std::string& expr);
+  std::string batch_norm(const ir::Node& n, const Index& idx);
+  std::string trilu(const ir::Node& n, const Index& idx);
+  std::string tile(const ir::Node& n, const Index& idx);
+  std::string depth_space(const ir::Node& n, const Index& idx);
+  std::string gather_elements(const ir::Node& n, const Index& idx);
+  std::string pad(const ir::Node& n, const Index& idx);
+  std::string one_hot(const ir::Node& n, const Index& idx);
+  std::string resize(const ir::Node& n, const Index& idx);
+  std::string generated(const ir::Node& n, const Index& idx);  // ConstantOfShape, EyeLike, Range
 
   // Stage bodies over item `i`; each returns the item count.
   std::string body_pointwise(const Stage& s);
   std::string body_reduce(const Stage& s);
+  std::string body_arg_reduce(const Stage& s);  // ArgMax, ArgMin
   std::string body_rows(const Stage& s);
   std::string body_softmax(const Stage& s);
   std::string body_layernorm(const Stage& s);

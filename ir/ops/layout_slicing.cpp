@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "ir/ops/structured_common.h"
+#include "ir/pad.h"
 
 namespace eqfuse::ir {
 
@@ -344,42 +345,6 @@ void add_slice(OpTableBuilder& table) {
 
 // ---- Pad --------------------------------------------------------------------------------
 
-// Pads per axis (begin, end) for all axes; nullopt when not constant.
-std::optional<std::vector<int64_t>> pad_amounts(const OpContext& ctx, size_t rank) {
-  auto pads = ctx.ints_attr_or_input("pads", 1);
-  if (!pads) return std::nullopt;
-  std::vector<int64_t> axes(rank);
-  std::iota(axes.begin(), axes.end(), 0);
-  if (ctx.has_input(3)) {
-    const Tensor* a = ctx.input_value(3);
-    if (!a) return std::nullopt;
-    axes = a->to_int64s();
-    for (int64_t& x : axes) x = axis_in(ctx, x, int64_t(rank));
-  }
-  if (pads->size() != 2 * axes.size())
-    ctx.fail("pads has " + std::to_string(pads->size()) + " entries, expected " +
-             std::to_string(2 * axes.size()));
-  std::vector<int64_t> full(2 * rank, 0);
-  for (size_t i = 0; i < axes.size(); ++i) {
-    full[size_t(axes[i])] = (*pads)[i];
-    full[rank + size_t(axes[i])] = (*pads)[axes.size() + i];
-  }
-  return full;
-}
-
-// Where output coordinate o reads along an axis of size n, or -1 for the constant.
-int64_t pad_source(int64_t o, int64_t begin, int64_t n, const std::string& mode) {
-  int64_t c = o - begin;
-  if (c >= 0 && c < n) return c;
-  if (mode == "constant" || n == 0) return -1;
-  if (mode == "edge") return std::clamp<int64_t>(c, 0, n - 1);
-  if (mode == "wrap") return ((c % n) + n) % n;
-  if (n == 1) return 0;  // reflect
-  int64_t period = 2 * (n - 1);
-  c = ((c % period) + period) % period;
-  return c < n ? c : period - c;
-}
-
 void add_pad(OpTableBuilder& table) {
   OpDef d;
   d.name = "Pad";
@@ -462,6 +427,40 @@ void register_layout_slicing_ops(OpTableBuilder& table) {
   add_split(table);
   add_slice(table);
   add_pad(table);
+}
+
+std::optional<std::vector<int64_t>> pad_amounts(const OpContext& ctx, size_t rank) {
+  auto pads = ctx.ints_attr_or_input("pads", 1);
+  if (!pads) return std::nullopt;
+  std::vector<int64_t> axes(rank);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (ctx.has_input(3)) {
+    const Tensor* a = ctx.input_value(3);
+    if (!a) return std::nullopt;
+    axes = a->to_int64s();
+    for (int64_t& x : axes) x = axis_in(ctx, x, int64_t(rank));
+  }
+  if (pads->size() != 2 * axes.size())
+    ctx.fail("pads has " + std::to_string(pads->size()) + " entries, expected " +
+             std::to_string(2 * axes.size()));
+  std::vector<int64_t> full(2 * rank, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    full[size_t(axes[i])] = (*pads)[i];
+    full[rank + size_t(axes[i])] = (*pads)[axes.size() + i];
+  }
+  return full;
+}
+
+int64_t pad_source(int64_t o, int64_t begin, int64_t n, const std::string& mode) {
+  int64_t c = o - begin;
+  if (c >= 0 && c < n) return c;
+  if (mode == "constant" || n == 0) return -1;
+  if (mode == "edge") return std::clamp<int64_t>(c, 0, n - 1);
+  if (mode == "wrap") return ((c % n) + n) % n;
+  if (n == 1) return 0;  // reflect
+  int64_t period = 2 * (n - 1);
+  c = ((c % period) + period) % period;
+  return c < n ? c : period - c;
 }
 
 }  // namespace eqfuse::ir

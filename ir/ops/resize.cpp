@@ -7,18 +7,13 @@
 #include <cmath>
 
 #include "ir/ops/structured_common.h"
+#include "ir/resize.h"
 
 namespace eqfuse::ir {
 
 using namespace structured;
 
 namespace {
-
-struct ResizeSpec {
-  std::vector<double> scales;  // per axis, the scale used by the coordinate transform
-  std::vector<int64_t> out;    // per axis (static input only)
-  std::vector<double> roi;     // 2*rank: starts then ends (tf_crop_and_resize)
-};
 
 bool legacy_form(const OpContext& ctx) {
   // Upsample, and Resize of opset 10 (inputs X, scales), scale by asymmetric coordinates.
@@ -33,110 +28,10 @@ std::optional<std::vector<double>> float_input(const OpContext& ctx, size_t i) {
   return t->to_doubles();
 }
 
-// Scales and sizes expanded to every axis; nullopt when they are not known.
-std::optional<ResizeSpec> resize_spec(const OpContext& ctx, const Shape& in) {
-  size_t r = in.rank();
-  ResizeSpec s;
-  s.scales.assign(r, 1.0);
-  s.roi.assign(2 * r, 0.0);
-  for (size_t i = 0; i < r; ++i) s.roi[r + i] = 1.0;
-  std::vector<int64_t> axes(r);
-  for (size_t i = 0; i < r; ++i) axes[i] = int64_t(i);
-  if (ctx.has_attr("axes")) {
-    axes = ctx.attr_ints("axes");
-    for (int64_t& a : axes) a = axis_in(ctx, a, int64_t(r));
-  }
-  std::optional<std::vector<double>> scales, sizes;
-  if (ctx.node.op_type == "Upsample" && ctx.has_attr("scales")) {
-    scales = ctx.attr_floats("scales");
-  } else if (legacy_form(ctx)) {
-    scales = float_input(ctx, 1);
-    if (!scales) return std::nullopt;
-  } else {
-    if (auto roi = float_input(ctx, 1)) {
-      if (roi->size() != 2 * axes.size()) ctx.fail("roi must have 2 entries per axis");
-      for (size_t i = 0; i < axes.size(); ++i) {
-        s.roi[size_t(axes[i])] = (*roi)[i];
-        s.roi[r + size_t(axes[i])] = (*roi)[axes.size() + i];
-      }
-    }
-    scales = float_input(ctx, 2);
-    sizes = float_input(ctx, 3);
-    if (!scales && !sizes) {
-      if ((ctx.has_input(2) && !ctx.input_value(2)) || (ctx.has_input(3) && !ctx.input_value(3)))
-        return std::nullopt;
-      ctx.fail("needs scales or sizes");
-    }
-  }
-  auto& given = scales ? *scales : *sizes;
-  if (given.size() != axes.size())
-    ctx.fail((scales ? "scales" : "sizes") + std::string(" must have one entry per axis"));
-  bool crop = ctx.attr_string("coordinate_transformation_mode") == "tf_crop_and_resize";
-  s.out.assign(r, -1);
-  for (size_t i = 0; i < r; ++i)
-    if (in[i].is_static()) s.out[i] = in[i].value();
-  if (scales) {
-    for (size_t i = 0; i < axes.size(); ++i) {
-      size_t a = size_t(axes[i]);
-      double sc = (*scales)[i];
-      if (sc <= 0) ctx.fail("scales must be positive");
-      s.scales[a] = sc;
-      double extent = crop ? s.roi[r + a] - s.roi[a] : 1.0;
-      if (in[a].is_static())
-        s.out[a] = int64_t(std::floor(double(in[a].value()) * extent * sc));
-      else if (sc != 1.0)
-        s.out[a] = -1;
-    }
-    return s;
-  }
-  std::string policy = ctx.attr_string("keep_aspect_ratio_policy");
-  for (size_t i = 0; i < axes.size(); ++i) {
-    size_t a = size_t(axes[i]);
-    s.out[a] = int64_t((*sizes)[i]);
-    if (in[a].is_static()) s.scales[a] = double(s.out[a]) / double(in[a].value());
-  }
-  if (policy != "stretch") {
-    double common = policy == "not_larger" ? 1e300 : 0;
-    for (int64_t a : axes) {
-      if (!in[size_t(a)].is_static()) return std::nullopt;
-      common = policy == "not_larger" ? std::min(common, s.scales[size_t(a)])
-                                      : std::max(common, s.scales[size_t(a)]);
-    }
-    for (int64_t a : axes) {
-      s.scales[size_t(a)] = common;
-      s.out[size_t(a)] = int64_t(std::floor(common * double(in[size_t(a)].value()) + 0.5));
-    }
-  }
-  return s;
-}
-
 struct Tap {
   int64_t index;
   double weight;
 };
-
-// The input coordinate that output coordinate x maps to along one axis. As in ONNX's reference,
-// the output length in the formulas is scale * in (not rounded), which differs from the integer
-// output size when scales are given.
-double source_coordinate(const std::string& mode, double x, double scale, int64_t in, int64_t out,
-                         double roi_start, double roi_end) {
-  double length = scale * double(in);
-  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
-  if (mode == "half_pixel_symmetric") {
-    double adjustment = double(out) / length;
-    double center = double(in) / 2;
-    double offset = center * (1 - adjustment);
-    return offset + (x + 0.5) / scale - 0.5;
-  }
-  if (mode == "pytorch_half_pixel") return length > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-  if (mode == "align_corners") return length == 1 ? 0.0 : x * double(in - 1) / (length - 1);
-  if (mode == "asymmetric") return x / scale;
-  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
-  // tf_crop_and_resize
-  if (length > 1)
-    return roi_start * double(in - 1) + x * (roi_end - roi_start) * double(in - 1) / (length - 1);
-  return 0.5 * (roi_start + roi_end) * double(in - 1);
-}
 
 std::vector<double> cubic_weights(double t, double A) {
   double u = 1 - t;
@@ -149,12 +44,7 @@ std::vector<double> cubic_weights(double t, double A) {
 // crop (tf_crop_and_resize), which takes extrapolation_value.
 std::vector<std::vector<Tap>> axis_taps(const OpContext& ctx, int64_t in, int64_t out, double scale,
                                         double roi_start, double roi_end) {
-  std::string mode = ctx.attr_string("mode");
-  std::string ctm = ctx.attr_string("coordinate_transformation_mode");
-  std::string nearest = ctx.attr_string("nearest_mode");
-  if (legacy_form(ctx) && !ctx.has_attr("coordinate_transformation_mode")) ctm = "asymmetric";
-  if (legacy_form(ctx) && !ctx.has_attr("nearest_mode")) nearest = "floor";
-  if (mode == "bilinear" || mode == "trilinear") mode = "linear";
+  const auto [mode, ctm, nearest] = resize_modes(ctx);
   bool exclude = ctx.attr_int("exclude_outside") != 0;
   double A = ctx.attr_float("cubic_coeff_a");
   auto clamp = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
@@ -288,6 +178,112 @@ std::vector<Tensor> resize_kernel(const OpContext& ctx) {
 }
 
 }  // namespace
+
+std::optional<ResizeSpec> resize_spec(const OpContext& ctx, const Shape& in) {
+  size_t r = in.rank();
+  ResizeSpec s;
+  s.scales.assign(r, 1.0);
+  s.roi.assign(2 * r, 0.0);
+  for (size_t i = 0; i < r; ++i) s.roi[r + i] = 1.0;
+  std::vector<int64_t> axes(r);
+  for (size_t i = 0; i < r; ++i) axes[i] = int64_t(i);
+  if (ctx.has_attr("axes")) {
+    axes = ctx.attr_ints("axes");
+    for (int64_t& a : axes) a = axis_in(ctx, a, int64_t(r));
+  }
+  std::optional<std::vector<double>> scales, sizes;
+  if (ctx.node.op_type == "Upsample" && ctx.has_attr("scales")) {
+    scales = ctx.attr_floats("scales");
+  } else if (legacy_form(ctx)) {
+    scales = float_input(ctx, 1);
+    if (!scales) return std::nullopt;
+  } else {
+    if (auto roi = float_input(ctx, 1)) {
+      if (roi->size() != 2 * axes.size()) ctx.fail("roi must have 2 entries per axis");
+      for (size_t i = 0; i < axes.size(); ++i) {
+        s.roi[size_t(axes[i])] = (*roi)[i];
+        s.roi[r + size_t(axes[i])] = (*roi)[axes.size() + i];
+      }
+    }
+    scales = float_input(ctx, 2);
+    sizes = float_input(ctx, 3);
+    if (!scales && !sizes) {
+      if ((ctx.has_input(2) && !ctx.input_value(2)) || (ctx.has_input(3) && !ctx.input_value(3)))
+        return std::nullopt;
+      ctx.fail("needs scales or sizes");
+    }
+  }
+  auto& given = scales ? *scales : *sizes;
+  if (given.size() != axes.size())
+    ctx.fail((scales ? "scales" : "sizes") + std::string(" must have one entry per axis"));
+  bool crop = ctx.attr_string("coordinate_transformation_mode") == "tf_crop_and_resize";
+  s.out.assign(r, -1);
+  for (size_t i = 0; i < r; ++i)
+    if (in[i].is_static()) s.out[i] = in[i].value();
+  if (scales) {
+    for (size_t i = 0; i < axes.size(); ++i) {
+      size_t a = size_t(axes[i]);
+      double sc = (*scales)[i];
+      if (sc <= 0) ctx.fail("scales must be positive");
+      s.scales[a] = sc;
+      double extent = crop ? s.roi[r + a] - s.roi[a] : 1.0;
+      if (in[a].is_static())
+        s.out[a] = int64_t(std::floor(double(in[a].value()) * extent * sc));
+      else if (sc != 1.0)
+        s.out[a] = -1;
+    }
+    return s;
+  }
+  std::string policy = ctx.attr_string("keep_aspect_ratio_policy");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    size_t a = size_t(axes[i]);
+    s.out[a] = int64_t((*sizes)[i]);
+    if (in[a].is_static()) s.scales[a] = double(s.out[a]) / double(in[a].value());
+  }
+  if (policy != "stretch") {
+    double common = policy == "not_larger" ? 1e300 : 0;
+    for (int64_t a : axes) {
+      if (!in[size_t(a)].is_static()) return std::nullopt;
+      common = policy == "not_larger" ? std::min(common, s.scales[size_t(a)])
+                                      : std::max(common, s.scales[size_t(a)]);
+    }
+    for (int64_t a : axes) {
+      s.scales[size_t(a)] = common;
+      s.out[size_t(a)] = int64_t(std::floor(common * double(in[size_t(a)].value()) + 0.5));
+    }
+  }
+  return s;
+}
+
+ResizeModes resize_modes(const OpContext& ctx) {
+  ResizeModes m{ctx.attr_string("mode"), ctx.attr_string("coordinate_transformation_mode"),
+                ctx.attr_string("nearest_mode")};
+  if (legacy_form(ctx) && !ctx.has_attr("coordinate_transformation_mode"))
+    m.coordinates = "asymmetric";
+  if (legacy_form(ctx) && !ctx.has_attr("nearest_mode")) m.nearest = "floor";
+  if (m.mode == "bilinear" || m.mode == "trilinear") m.mode = "linear";
+  return m;
+}
+
+double source_coordinate(const std::string& mode, double x, double scale, int64_t in, int64_t out,
+                         double roi_start, double roi_end) {
+  double length = scale * double(in);
+  if (mode == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (mode == "half_pixel_symmetric") {
+    double adjustment = double(out) / length;
+    double center = double(in) / 2;
+    double offset = center * (1 - adjustment);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
+  if (mode == "pytorch_half_pixel") return length > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "align_corners") return length == 1 ? 0.0 : x * double(in - 1) / (length - 1);
+  if (mode == "asymmetric") return x / scale;
+  if (mode == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  // tf_crop_and_resize
+  if (length > 1)
+    return roi_start * double(in - 1) + x * (roi_end - roi_start) * double(in - 1) / (length - 1);
+  return 0.5 * (roi_start + roi_end) * double(in - 1);
+}
 
 void register_resize_ops(OpTableBuilder& table) {
   for (const char* name : {"Resize", "Upsample"}) {

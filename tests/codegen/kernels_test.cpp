@@ -469,6 +469,89 @@ TEST_CASE("layout ops fold into indexing: reshape, slice, concat, expand, gather
   check_twin(std::move(b).finish(), {{3, 6, 7}, {4}});
 }
 
+TEST_CASE("ops read at computed places: BatchNormalization, Pad, Tile, Resize, Trilu, OneHot...") {
+  // Each at a run-time batch of 1, 2 and 5 (a vector group partial or whole), in the twin and in
+  // the CUDA source on the emulator against the interpreter, several in one kernel where the
+  // optimizer would fuse them.
+  for (int64_t n : {1, 2, 5}) {
+    GraphBuilder b;
+    ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(4), Dim(3), Dim(5)});
+    ValueId idx = b.input("i", DType::i64, {Dim::symbol("n"), Dim(4), Dim(3), Dim(2)});
+    auto channel = [&](const char* name, double base) {
+      ir::Tensor t(DType::f32, {4});
+      for (int64_t c = 0; c < 4; ++c) t.set(c, base + 0.25 * double(c));
+      return b.weight(name, std::move(t));
+    };
+    ValueId bn = b.op("BatchNormalization",
+                      {x, channel("scale", 0.5), channel("bias", -0.3), channel("mean", 0.1),
+                       channel("var", 0.7)},
+                      {{"epsilon", 1e-3}});
+    ValueId relu = b.op("Relu", {bn});
+    b.output(b.op("Pad", {relu, b.constant(ir::Tensor::from_vector<int64_t>(
+                                    DType::i64, {8}, {0, 1, 2, -1, 0, 0, 1, 2}))}));
+    for (const char* mode : {"reflect", "edge", "wrap"})
+      b.output(b.op(
+          "Pad",
+          {x, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {4}, {1, 2, 2, 1})),
+           ir::kNoValue, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {2}, {2, -1}))},
+          {{"mode", std::string(mode)}}));
+    b.output(b.op(
+        "Tile", {x, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {4}, {1, 2, 1, 3}))}));
+    ValueId d2s =
+        b.op("DepthToSpace", {x}, {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}});
+    b.output(b.op("SpaceToDepth", {d2s}, {{"blocksize", int64_t{2}}}));  // x again, another order
+    b.output(b.op("DepthToSpace", {x}, {{"blocksize", int64_t{2}}}));
+    b.output(b.op("Trilu", {x, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {}, {-1}))},
+                  {{"upper", int64_t{0}}}));
+    b.output(b.op("Trilu", {x}));
+    b.output(b.op("GatherElements", {x, idx}, {{"axis", int64_t{3}}}));
+    b.output(b.op("OneHot",
+                  {idx, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {}, {3})),
+                   b.constant(ir::Tensor::from_vector<float>(DType::f32, {2}, {-1, 4}))},
+                  {{"axis", int64_t{1}}}));
+    for (const char* op : {"ArgMax", "ArgMin"})
+      b.output(b.op(op, {x},
+                    {{"axis", int64_t{3}},
+                     {"keepdims", int64_t{0}},
+                     {"select_last_index", int64_t{std::string(op) == "ArgMin"}}}));
+    std::vector<ValueId> parts =
+        b.op_n("Split", {x, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {2}, {2, 3}))},
+               2, {{"axis", int64_t{3}}});
+    b.output(b.op("Mul", {parts[0], parts[0]}));
+    b.output(parts[1]);
+    b.output(b.op("EyeLike",
+                  {b.op("Reshape", {x, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {2},
+                                                                                   {-1, 5}))})},
+                  {{"k", int64_t{1}}}));
+    // Resize with constant scales or sizes, in the modes exported models use.
+    auto floats = [&](std::vector<float> v) {
+      const int64_t size = int64_t(v.size());
+      return b.constant(ir::Tensor::from_vector<float>(DType::f32, {size}, std::move(v)));
+    };
+    auto resize = [&](std::vector<float> scales, const char* mode, const char* coordinates,
+                      const char* nearest, std::vector<float> roi = {}) {
+      return b.op("Resize", {x, roi.empty() ? ir::kNoValue : floats(roi), floats(scales)},
+                  {{"mode", std::string(mode)},
+                   {"coordinate_transformation_mode", std::string(coordinates)},
+                   {"nearest_mode", std::string(nearest)},
+                   {"extrapolation_value", 7.0}});
+    };
+    b.output(resize({1, 1, 2, 2}, "nearest", "asymmetric", "floor"));
+    b.output(resize({1, 1, 1.5, 0.6f}, "nearest", "half_pixel", "round_prefer_floor"));
+    b.output(resize({1, 1, 2.5, 1.4f}, "nearest", "align_corners", "round_prefer_ceil"));
+    b.output(resize({1, 1, 2, 0.5f}, "linear", "half_pixel", "round_prefer_floor"));
+    b.output(resize({1, 1, 1.7f, 2}, "linear", "align_corners", "round_prefer_floor"));
+    b.output(resize({1, 1, 3, 1}, "linear", "pytorch_half_pixel", "round_prefer_floor"));
+    b.output(resize({1, 1, 2, 2}, "linear", "tf_crop_and_resize", "round_prefer_floor",
+                    {0, 0, 0.2f, -0.1f, 1, 1, 0.9f, 1.2f}));
+    b.output(b.op("Resize",
+                  {x, ir::kNoValue, ir::kNoValue,
+                   b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {2}, {2, 9}))},
+                  {{"axes", std::vector<int64_t>{2, 3}}, {"mode", std::string("linear")}}));
+    check_twin(std::move(b).finish(), {{n, 4, 3, 5}, {n, 4, 3, 2}});
+  }
+}
+
 TEST_CASE("row reductions: softmax, layer norm, reduce*, residual + layernorm") {
   // On CUDA rows of 1, 13 and 33 take a warp each; 3001 and 9001 a block (3001 kept in
   // registers, 12 elements a thread; 9001 read in each pass). Reduce* over the last axes takes a
