@@ -6,7 +6,9 @@
 //   printer.cpp              expressions (elementwise ops and layout index maps), pointwise
 //                            stages, the stage wrapper (C++ function, CUDA kernel and launch),
 //                            the whole unit
-//   printer_rows.cpp         Reduce*, Softmax, LayerNormalization and pooling
+//   printer_index_ops.cpp    ops read at computed places (BatchNormalization, Pad, Tile,
+//                            Trilu, DepthToSpace, GatherElements, OneHot, Resize...)
+//   printer_rows.cpp         Reduce*, ArgMax/ArgMin, Softmax, LayerNormalization and pooling
 //   printer_attention.cpp    softmax(S)·V in one stage (CUDA cores, tensor cores, the twin)
 //   printer_contraction.cpp  MatMul and Gemm in loops of our own, convolution (direct loops,
 //                            the twin's tiles, CUDA's implicit-GEMM tiles)
