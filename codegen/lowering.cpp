@@ -99,7 +99,10 @@ bool dropout_is_identity(const ir::Graph& g, const ir::Node& n) {
 StageKind stage_kind(const ir::Node& n) {
   if (is_pointwise(n)) return StageKind::Pointwise;
   const std::string& op = n.op_type;
-  if (kReduce.count(op) || op == "ArgMax" || op == "ArgMin") return StageKind::Reduce;
+  // ArgMax, ArgMin and ConvTranspose (a sum per output element over channels and taps) are
+  // loops per output element, as a reduction's.
+  if (kReduce.count(op) || op == "ArgMax" || op == "ArgMin" || op == "ConvTranspose")
+    return StageKind::Reduce;
   if (op == "Softmax" || op == "LogSoftmax") return StageKind::Softmax;
   if (op == "LayerNormalization") return StageKind::LayerNorm;
   if (op == "MatMul") return StageKind::MatMul;

@@ -259,6 +259,56 @@ std::string Writer::body_conv(const Stage& s) {
   return numel(out);
 }
 
+// ConvTranspose, an output element per item: the sum over its group's input channels and the
+// kernel taps whose input position lands on it (o = i * stride - pad + k * dilation, i whole and
+// inside the input), plus the bias. Direct loops, as the interpreter's geometry
+// (ir::structured::transpose_geometry) places them; no library form.
+std::string Writer::body_conv_transpose(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  const ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
+  const size_t sp = rank(x) - 2;
+  std::vector<int64_t> kernel;
+  std::vector<ir::Dim> in_spatial;
+  for (size_t k = 0; k < sp; ++k) {
+    if (!type(w).shape[k + 2].is_static() || !type(x).shape[k + 2].is_static())
+      throw Error("codegen: ConvTranspose '" + n.name +
+                      "': the kernel and input spatial sizes must be static",
+                  Error::Kind::Unsupported);
+    kernel.push_back(type(w).shape[k + 2].value());
+    in_spatial.push_back(type(x).shape[k + 2]);
+  }
+  const auto geometry = ir::structured::transpose_geometry(ctx, in_spatial, kernel);
+  const int64_t group = ctx.attr_int("group");
+  const Index idx = decompose_value("i", out);
+  const std::string ct = compute_type({type(out).dtype});
+  const std::string cg = fmt::format("({} / {})", dim(x, 1), group), mg = dim(w, 1);
+  const std::string gv = fresh("grp"), acc = fresh("acc"), c = fresh("c");
+  line(fmt::format("const int64_t {} = {} / {};", gv, idx[1], mg));
+  line(fmt::format("{} {} = 0;", ct, acc));
+  open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", c, c, cg, c));
+  const std::string channel = iadd(imul(gv, cg), c);
+  Index xi = {idx[0], channel}, wi = {channel, fmt::format("({} % {})", idx[1], mg)};
+  for (size_t k = 0; k < sp; ++k) {
+    const ir::structured::WindowAxis& a = geometry.axes[k];
+    const std::string kk = fresh("q"), t = fresh("y");
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", kk, kk, kernel[k], kk));
+    line(fmt::format("const int64_t {} = {} + {} - {} * {};", t, idx[2 + k], a.pad_begin, kk,
+                     a.dilation));
+    line(fmt::format("if ({} < 0 || {} % {} != 0 || {} / {} >= {}) continue;", t, t, a.stride, t,
+                     a.stride, dim(x, 2 + k)));
+    xi.push_back(fmt::format("({} / {})", t, a.stride));
+    wi.push_back(kk);
+  }
+  line(fmt::format("{} += ({}){} * ({}){};", acc, ct, elem(x, xi), ct, elem(w, wi)));
+  for (size_t k = 0; k <= sp; ++k) close();
+  std::string v = acc;
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    v = fmt::format("{} + ({}){}", acc, ct, elem(n.inputs[2], Index{idx[1]}));
+  store_output(out, "i", idx, v);
+  return numel(out);
+}
+
 // The CPU form of a 2-D convolution, in register tiles: one item per (n, block of `mb` output
 // channels of one group, output row). Along the row, a tile of one vector of outputs keeps its
 // mb vectors of sums in registers (named variables of the compilers' vector extension, so that

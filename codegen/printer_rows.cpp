@@ -83,6 +83,7 @@ std::string Writer::body_arg_reduce(const Stage& s) {
 std::string Writer::body_reduce(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   if (n.op_type == "ArgMax" || n.op_type == "ArgMin") return body_arg_reduce(s);
+  if (n.op_type == "ConvTranspose") return body_conv_transpose(s);
   ir::OpContext ctx = ir::make_context(g_, n);
   ValueId in = n.inputs[0], out = s.output;
   size_t r = rank(in);

@@ -561,7 +561,8 @@ class Writer {
   // Stage bodies over item `i`; each returns the item count.
   std::string body_pointwise(const Stage& s);
   std::string body_reduce(const Stage& s);
-  std::string body_arg_reduce(const Stage& s);  // ArgMax, ArgMin
+  std::string body_arg_reduce(const Stage& s);      // ArgMax, ArgMin
+  std::string body_conv_transpose(const Stage& s);  // a Reduce stage: direct loops
   std::string body_rows(const Stage& s);
   std::string body_softmax(const Stage& s);
   std::string body_layernorm(const Stage& s);

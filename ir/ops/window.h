@@ -100,6 +100,76 @@ inline std::vector<int64_t> window_out_dims(const std::vector<WindowAxis>& axes)
   return out;
 }
 
+// ConvTranspose's geometry: each spatial axis's output size (unknown where the input's is
+// symbolic) and effective pads, from strides, dilations, output_padding, pads, auto_pad and
+// output_shape, as ONNX's reference computes them.
+struct TransposeGeometry {
+  std::vector<Dim> out;
+  std::vector<WindowAxis> axes;  // pad_begin/pad_end are the effective (cropping) pads
+};
+
+inline TransposeGeometry transpose_geometry(const OpContext& ctx, const std::vector<Dim>& in,
+                                            const std::vector<int64_t>& kernel) {
+  size_t n = in.size();
+  if (kernel.size() != n) ctx.fail("kernel and input spatial ranks differ");
+  auto strides = spatial_attr(ctx, "strides", n, 1);
+  auto dilations = spatial_attr(ctx, "dilations", n, 1);
+  auto out_pad = spatial_attr(ctx, "output_padding", n, 0);
+  std::vector<int64_t> pads(2 * n, 0);
+  if (ctx.has_attr("pads") && !ctx.attr_ints("pads").empty()) {
+    pads = ctx.attr_ints("pads");
+    if (pads.size() != 2 * n) ctx.fail("pads must have 2 entries per spatial axis");
+  }
+  std::string auto_pad = ctx.attr_string("auto_pad");
+  std::vector<int64_t> output_shape;
+  if (ctx.has_attr("output_shape")) {
+    output_shape = ctx.attr_ints("output_shape");
+    if (output_shape.size() > n)
+      output_shape.erase(output_shape.begin(), output_shape.end() - int64_t(n));
+    if (output_shape.size() != n) ctx.fail("output_shape must give every spatial dim");
+  }
+  TransposeGeometry t;
+  for (size_t i = 0; i < n; ++i) {
+    WindowAxis a;
+    a.kernel = kernel[i];
+    a.stride = strides[i];
+    a.dilation = dilations[i];
+    int64_t eff = a.dilation * (a.kernel - 1) + 1;
+    if (!in[i].is_static()) {
+      t.out.push_back(Dim::unknown());
+      t.axes.push_back(a);
+      continue;
+    }
+    int64_t x = in[i].value();
+    int64_t full = a.stride * (x - 1) + out_pad[i] + eff;
+    int64_t out = 0;
+    if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out = output_shape.empty() ? x * a.stride : output_shape[i];
+      // total is negative when output_shape asks for more than the full size: floor division
+      // (as ONNX's reference) then puts the extra zeros at the end.
+      int64_t total = full - out;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      if (auto_pad == "SAME_UPPER") {
+        a.pad_begin = half;
+        a.pad_end = total - half;
+      } else {
+        a.pad_begin = total - half;
+        a.pad_end = half;
+      }
+    } else {
+      if (auto_pad == "NOTSET") {
+        a.pad_begin = pads[i];
+        a.pad_end = pads[n + i];
+      }
+      out = full - a.pad_begin - a.pad_end;
+    }
+    if (out < 0) ctx.fail("output size is negative");
+    t.out.push_back(Dim(out));
+    t.axes.push_back(a);
+  }
+  return t;
+}
+
 // Spatial axes padded to three (leading axes of size 1, stride 1, no padding) so that one loop
 // nest serves 1-D, 2-D and 3-D windows. `in` and `out` are the spatial sizes the window maps
 // between (for ConvTranspose, its input and output).

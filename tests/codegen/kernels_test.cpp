@@ -469,7 +469,8 @@ TEST_CASE("layout ops fold into indexing: reshape, slice, concat, expand, gather
   check_twin(std::move(b).finish(), {{3, 6, 7}, {4}});
 }
 
-TEST_CASE("ops read at computed places: BatchNormalization, Pad, Tile, Resize, Trilu, OneHot...") {
+TEST_CASE(
+    "ops read at computed places (BatchNormalization, Pad, Resize, OneHot...), ConvTranspose") {
   // Each at a run-time batch of 1, 2 and 5 (a vector group partial or whole), in the twin and in
   // the CUDA source on the emulator against the interpreter, several in one kernel where the
   // optimizer would fuse them.
@@ -548,6 +549,17 @@ TEST_CASE("ops read at computed places: BatchNormalization, Pad, Tile, Resize, T
                   {x, ir::kNoValue, ir::kNoValue,
                    b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {2}, {2, 9}))},
                   {{"axes", std::vector<int64_t>{2, 3}}, {"mode", std::string("linear")}}));
+    // ConvTranspose: groups, strides, dilation, pads, output_padding, a bias, then a ReLU.
+    ir::Tensor wt(DType::f32, {4, 3, 3, 2});
+    for (int64_t i = 0; i < wt.numel(); ++i) wt.set(i, 0.1 * double((i * 5) % 7) - 0.3);
+    ir::Tensor bias(DType::f32, {6});
+    for (int64_t i = 0; i < 6; ++i) bias.set(i, 0.05 * double(i));
+    b.output(b.op("Relu", {b.op("ConvTranspose", {x, b.weight("wt", wt), b.weight("bt", bias)},
+                                {{"group", int64_t{2}},
+                                 {"strides", std::vector<int64_t>{2, 3}},
+                                 {"dilations", std::vector<int64_t>{2, 1}},
+                                 {"pads", std::vector<int64_t>{1, 0, 0, 2}},
+                                 {"output_padding", std::vector<int64_t>{1, 0}}})}));
     check_twin(std::move(b).finish(), {{n, 4, 3, 5}, {n, 4, 3, 2}});
   }
 }
