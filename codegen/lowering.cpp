@@ -128,6 +128,7 @@ std::vector<size_t> data_inputs(const ir::Node& n) {
 
 std::vector<size_t> contiguous_inputs(const ir::Node& n) {
   if (n.op_type == "MatMul" || n.op_type == "Gemm" || n.op_type == "Conv") return {0, 1};
+  if (n.op_type == "Resize" || n.op_type == "Upsample") return {0};
   return {};
 }
 

@@ -37,6 +37,8 @@ struct GatheredSlice {
   bool keeps_axis = false;
 };
 std::optional<GatheredSlice> gathered_slice(const ir::Graph& graph, const ir::Node& node);
-// The inputs a stage reads as contiguous buffers (contraction operands).
+// The inputs a stage reads from buffers, never recomputing them: contraction operands, which
+// it reads contiguous, and a Resize's input, which each output element reads at up to 2^rank
+// taps (its producers recomputed there would run once per tap, more than the cost model prices).
 std::vector<size_t> contiguous_inputs(const ir::Node& node);
 }  // namespace eqfuse::codegen

@@ -377,10 +377,13 @@ static void split_into_slices(ir::Graph& g, std::vector<NodeId>& origin) {
       copy.outputs.push_back(map[o]);
     }
   };
-  auto constant = [&](const std::string& name, int64_t value) {
+  auto constant = [&](const std::string& base, int64_t value) {
     ir::Tensor t(ir::DType::i64, {1});
     t.set(0, double(value));
-    return out.add_weight(out.unique_name(name), std::move(t));
+    std::string name = base;  // a name neither graph has, nor takes later
+    for (int k = 1; g.find_value(name) || out.find_value(name); ++k)
+      name = base + "_" + std::to_string(k);
+    return out.add_weight(name, std::move(t));
   };
   std::vector<NodeId> new_origin;
   for (size_t i = 0; i < g.nodes().size(); ++i) {

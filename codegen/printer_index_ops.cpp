@@ -53,7 +53,8 @@ std::string Writer::batch_norm(const ir::Node& n, const Index& idx) {
   auto at = [&](size_t k) {
     return as_compute(elem(n.inputs.at(k), channel), type(n.inputs[k]).dtype, ct);
   };
-  // (x - mean) * (scale / sqrt(var + epsilon)) + bias, the interpreter's order.
+  // (x - mean) * (scale / sqrt(var + epsilon)) + bias in the compute type (the interpreter folds
+  // the same in double: within the twin's tolerance).
   const std::string scale =
       fmt::format("{} / eqf_sqrt({} + {})", at(1), at(4), literal(ctx.attr_float("epsilon"), ct));
   return value_in(out, ct,
@@ -70,7 +71,7 @@ std::string Writer::trilu(const ir::Node& n, const Index& idx) {
   if (n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue) {
     const ValueId kv = n.inputs[1];
     const auto t = g_.value(kv).is_weight() ? g_.weight_data(kv) : nullptr;
-    k = t && t->numel() == 1 ? std::to_string(int64_t(t->get(0)))
+    k = t && t->numel() == 1 ? int_literal(t->to_int64s()[0])
                              : "(int64_t)" + elem(kv, Index(rank(kv), "0"));
   }
   // Upper keeps the elements on or above diagonal k (column - row >= k), lower on or below.
@@ -78,7 +79,8 @@ std::string Writer::trilu(const ir::Node& n, const Index& idx) {
   const std::string keep = ctx.attr_int("upper") != 0 ? fmt::format("{} >= {}", diagonal, k)
                                                       : fmt::format("{} <= {}", diagonal, k);
   const std::string st = storage_type(type(out).dtype), v = elem(x, idx), var = fresh("t");
-  line(fmt::format("const {} {} = ({}) ? {} : ({})0;", st, var, keep, v, st));
+  // Both arms in the storage type: a CUDA group load of a 16-bit buffer is a float.
+  line(fmt::format("const {} {} = ({}) ? ({})({}) : ({})0;", st, var, keep, st, v, st));
   return var;
 }
 
@@ -157,7 +159,11 @@ std::string Writer::pad(const ir::Node& n, const Index& idx) {
   if (inside.empty()) return elem(x, in);
   const std::string st = storage_type(type(out).dtype), var = fresh("t");
   std::string fill = fmt::format("({})0", st);
-  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue) {
+  const auto no_elements = [&](ValueId v) {  // an empty constant_value stands for 0
+    const std::optional<int64_t> count = type(v).shape.numel();
+    return count && *count == 0;
+  };
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue && !no_elements(n.inputs[2])) {
     const ValueId v = n.inputs[2];
     fill = elem(v, Index(rank(v), "0"));
   } else if (ctx.has_attr("value")) {
@@ -179,10 +185,13 @@ std::string Writer::generated(const ir::Node& n, const Index& idx) {
   const std::string ct = compute_type({type(out).dtype});
   if (n.op_type == "ConstantOfShape") {
     const ir::Tensor* v = n.attrs.get_tensor("value");
+    if (v && v->numel() == 1 && !ir::is_floating(v->dtype()))  // exact past 2^53
+      return value_in(out, ct, int_literal(v->to_int64s()[0]));
     return value_in(out, ct, literal(v && v->numel() == 1 ? v->get(0) : 0.0, ct));
   }
   if (n.op_type == "EyeLike") {
-    const std::string one = fmt::format("{} - {} == {}", idx[1], idx[0], ctx.attr_int("k"));
+    const std::string one =
+        fmt::format("{} - {} == {}", idx[1], idx[0], int_literal(ctx.attr_int("k")));
     return value_in(out, ct, fmt::format("({}) ? {} : {}", one, literal(1, ct), literal(0, ct)));
   }
   // Range: start + i * delta, its length in the output's type.
@@ -232,6 +241,9 @@ std::string Writer::resize(const ir::Node& n, const Index& idx) {
   if (m.mode == "nearest" && nearest == kNearest.end())
     unsupported(n, "nearest_mode '" + m.nearest + "'");
   const bool crop = m.coordinates == "tf_crop_and_resize";
+  if (crop && n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue &&
+      !g_.value(n.inputs[1]).is_weight())
+    unsupported(n, "its roi must be a constant");
   // Per axis, the input coordinates it reads with their weights: the output's own where the axis
   // keeps its extent and scale (the interpreter's shortcut), one where nearest, two where linear.
   std::vector<std::vector<std::pair<std::string, std::string>>> taps(r);
@@ -243,6 +255,10 @@ std::string Writer::resize(const ir::Node& n, const Index& idx) {
       taps[a] = {{idx[a], ""}};
       continue;
     }
+    // A scale from sizes needs the input's extent (resize_spec leaves it 1 where that is a
+    // run-time dim).
+    if (!in_dim.is_static() && !(scale == 1.0 && in_dim == out_dim))
+      unsupported(n, "an axis of run-time extent resized");
     const std::string in = dim(x, a), c = fresh("c");
     line(fmt::format("const double {} = eqf_resize_source({}, (double){}, {}, {}, {}, {}, {});", c,
                      coordinates - kCoordinates.begin(), idx[a], literal(scale, "double"), in,
@@ -286,13 +302,13 @@ std::string Writer::resize(const ir::Node& n, const Index& idx) {
       k[a] = 0;
     }
   }
-  if (!ir::is_floating(type(out).dtype)) sum = "eqf_round(" + sum + ")";
   if (!outside.empty()) {
     std::string any;
     for (const std::string& o : outside) any += (any.empty() ? "(" : " || (") + o + ")";
     sum = fmt::format("({}) ? {} : {}", any,
                       literal(ctx.attr_float("extrapolation_value"), "double"), "(" + sum + ")");
   }
+  if (!ir::is_floating(type(out).dtype)) sum = "eqf_round(" + sum + ")";  // as the interpreter
   return value_in(out, "double", sum);
 }
 

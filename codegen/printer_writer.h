@@ -74,13 +74,18 @@ inline std::string compute_type(const std::vector<DType>& types) {
   return any_float ? "float" : "int64_t";
 }
 
+// An int64_t constant: INT64_C(-9223372036854775808) negates a literal too large for int64_t,
+// so the lowest is spelled as an expression.
+inline std::string int_literal(int64_t v) {
+  if (v == INT64_MIN) return "(-INT64_C(9223372036854775807) - 1)";
+  return fmt::format("INT64_C({})", v);
+}
+
 inline std::string literal(double v, const std::string& type) {
-  if (type == "int64_t") {
-    // INT64_C(-9223372036854775808) negates a literal too large for int64_t: spell the lowest
-    // as an expression; values past int64_t's range saturate.
-    if (v <= double(INT64_MIN)) return "(-INT64_C(9223372036854775807) - 1)";
-    if (v >= double(INT64_MAX)) return "INT64_C(9223372036854775807)";
-    return fmt::format("INT64_C({})", int64_t(v));
+  if (type == "int64_t") {  // values past int64_t's range saturate
+    if (v <= double(INT64_MIN)) return int_literal(INT64_MIN);
+    if (v >= double(INT64_MAX)) return int_literal(INT64_MAX);
+    return int_literal(int64_t(v));
   }
   if (std::isnan(v)) return fmt::format("({})NAN", type);
   if (std::isinf(v)) return fmt::format("({})({}INFINITY)", type, v < 0 ? "-" : "");

@@ -122,8 +122,10 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
   std::vector<extract::ClassIndex> children;
   for (egraph::EClassId c : eg.classes()) {
     for (egraph::NodeId n : eg.class_nodes(c)) {
-      // Only e-nodes whose class and children have types can be rebuilt into a graph.
-      if (!teg.data(c).valid) continue;
+      // Only e-nodes whose class and children have types can be rebuilt into a graph; the
+      // omitted-input leaf (None) has none, and a node with an omitted input before a given
+      // one (Clip(x, , max), Resize(x, , scales)) needs it.
+      if (!teg.data(c).valid && !teg.data(c).none) continue;
       bool typed = true;
       children.clear();
       for (egraph::EClassId child : eg.children(n)) {

@@ -1379,6 +1379,19 @@ TEST_CASE("f16 and bf16 models run in the twin: loads widen to float, stores rou
     ValueId w = b.input("w", t, {Dim(11), Dim(5)});
     b.output(b.op("Softmax", {b.op("MatMul", {b.op("Tanh", {x}), w})}, {{"axis", int64_t{-1}}}));
     b.output(b.op("Cast", {x}, {{"to", int64_t(ir::onnx_dtype_code(DType::f32))}}));
+    // Ops read at computed places over 16-bit loads (a CUDA group loads floats).
+    b.output(b.op("Trilu", {x}));
+    b.output(b.op(
+        "Pad", {x, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {4}, {0, 1, 0, 2}))}));
+    auto channels = [&](const char* name, double base) {
+      ir::Tensor c(DType::f32, {11});
+      for (int64_t i = 0; i < 11; ++i) c.set(i, base + 0.1 * double(i));
+      return b.weight(name, c.cast(t));
+    };
+    ValueId rows = b.op(
+        "Reshape", {x, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {3}, {-1, 11, 1}))});
+    b.output(b.op("BatchNormalization", {rows, channels("s", 0.5), channels("b", -0.4),
+                                         channels("m", 0.1), channels("v", 0.6)}));
     ir::Graph g = std::move(b).finish();
     std::vector<ir::Tensor> inputs = {random_tensor({3, 11}, 1).cast(t),
                                       random_tensor({11, 5}, 2).cast(t)};

@@ -107,6 +107,24 @@ TEST_CASE("BatchNormalization folds into the Conv's weights at optimize time",
                            1e-4));
 }
 
+TEST_CASE("an omitted input before a given one survives extraction: Clip(x, , max), Resize",
+          "[optimizer][fast]") {
+  // The omitted input is an e-class of its own (None) with no type; extraction once left it out,
+  // so every term above it looked cyclic and optimize failed on such models.
+  ir::GraphBuilder b;
+  ir::ValueId x = b.input("x", ir::DType::f32, {ir::Dim(1), ir::Dim(2), ir::Dim(3), ir::Dim(4)});
+  ir::ValueId top = b.input("top", ir::DType::f32, {});
+  ir::ValueId clipped = b.op("Clip", {x, ir::kNoValue, top});
+  ir::ValueId scales =
+      b.weight("scales", ir::Tensor::from_doubles(ir::DType::f32, {4}, {1, 1, 2, 2}));
+  b.output(b.op("Resize", {clipped, ir::kNoValue, scales}, {{"mode", std::string("linear")}}));
+  ir::Graph g = std::move(b).finish();
+  optimizer::OptimizeResult r = optimizer::optimize(g);
+  CHECK(r.report.verified == "passed");
+  auto inputs = test::random_inputs(g);
+  CHECK(test::same_results(ir::Interpreter(g).run(inputs), ir::Interpreter(r.graph).run(inputs)));
+}
+
 TEST_CASE("graphs with repeated node names export with unique ones", "[optimizer][fast]") {
   // to_graph names nodes after their op, so two Adds that rules built are both "Add". ONNX
   // Runtime refuses a model with two nodes of one name: export numbers the repeats.
