@@ -216,6 +216,22 @@ std::vector<ir::structured::WindowAxis> window_of(const ir::Graph& g, const ir::
   return ir::structured::window_axes(ctx, spatial, kernel, ceil_mode);
 }
 
+// The end of a direct convolution's item (Conv, ConvTranspose): the multiply-add of input
+// element `xi` and weight `wi` inside the `loops` open channel and tap loops, which it closes,
+// then the bias (input 2) and the store of output element `idx`.
+std::string Writer::direct_conv_finish(const ir::Node& n, ValueId out, const Index& idx,
+                                       const std::string& acc, const std::string& ct,
+                                       const Index& xi, const Index& wi, size_t loops) {
+  line(fmt::format("{} += ({}){} * ({}){};", acc, ct, elem(n.inputs[0], xi), ct,
+                   elem(n.inputs[1], wi)));
+  for (size_t k = 0; k < loops; ++k) close();
+  std::string v = acc;
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    v = fmt::format("{} + ({}){}", acc, ct, elem(n.inputs[2], Index{idx[1]}));
+  store_output(out, "i", idx, v);
+  return numel(out);
+}
+
 std::string Writer::body_conv(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   ir::OpContext ctx = ir::make_context(g_, n);
@@ -250,13 +266,7 @@ std::string Writer::body_conv(const Stage& s) {
     xi.push_back(pos);
     wi.push_back(kk);
   }
-  line(fmt::format("{} += ({}){} * ({}){};", acc, ct, elem(x, xi), ct, elem(w, wi)));
-  for (size_t k = 0; k <= sp; ++k) close();
-  std::string v = acc;
-  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
-    v = fmt::format("{} + ({}){}", acc, ct, elem(n.inputs[2], Index{idx[1]}));
-  store_output(out, "i", idx, v);
-  return numel(out);
+  return direct_conv_finish(n, out, idx, acc, ct, xi, wi, sp + 1);
 }
 
 // ConvTranspose, an output element per item: the sum over its group's input channels and the
@@ -300,13 +310,7 @@ std::string Writer::body_conv_transpose(const Stage& s) {
     xi.push_back(fmt::format("({} / {})", t, a.stride));
     wi.push_back(kk);
   }
-  line(fmt::format("{} += ({}){} * ({}){};", acc, ct, elem(x, xi), ct, elem(w, wi)));
-  for (size_t k = 0; k <= sp; ++k) close();
-  std::string v = acc;
-  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
-    v = fmt::format("{} + ({}){}", acc, ct, elem(n.inputs[2], Index{idx[1]}));
-  store_output(out, "i", idx, v);
-  return numel(out);
+  return direct_conv_finish(n, out, idx, acc, ct, xi, wi, sp + 1);
 }
 
 // The CPU form of a 2-D convolution, in register tiles: one item per (n, block of `mb` output

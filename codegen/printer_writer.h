@@ -568,6 +568,9 @@ class Writer {
   std::string body_reduce(const Stage& s);
   std::string body_arg_reduce(const Stage& s);      // ArgMax, ArgMin
   std::string body_conv_transpose(const Stage& s);  // a Reduce stage: direct loops
+  std::string direct_conv_finish(const ir::Node& n, ValueId out, const Index& idx,
+                                 const std::string& acc, const std::string& ct, const Index& xi,
+                                 const Index& wi, size_t loops);
   std::string body_rows(const Stage& s);
   std::string body_softmax(const Stage& s);
   std::string body_layernorm(const Stage& s);
