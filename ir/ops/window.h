@@ -27,6 +27,14 @@ inline std::vector<int64_t> spatial_attr(const OpContext& ctx, const char* name,
   return v;
 }
 
+// The pads attribute, (begin..., end...) over `n` spatial axes; zeros where it is absent or empty.
+inline std::vector<int64_t> spatial_pads(const OpContext& ctx, size_t n) {
+  if (!ctx.has_attr("pads") || ctx.attr_ints("pads").empty()) return std::vector<int64_t>(2 * n, 0);
+  std::vector<int64_t> pads = ctx.attr_ints("pads");
+  if (pads.size() != 2 * n) ctx.fail("pads must have 2 entries per spatial axis");
+  return pads;
+}
+
 // Geometry of a strided window over `in` (spatial dims only) with the given kernel sizes.
 inline std::vector<WindowAxis> window_axes(const OpContext& ctx, const std::vector<Dim>& in,
                                            const std::vector<int64_t>& kernel, bool ceil_mode) {
@@ -36,11 +44,7 @@ inline std::vector<WindowAxis> window_axes(const OpContext& ctx, const std::vect
              std::to_string(n));
   auto strides = spatial_attr(ctx, "strides", n, 1);
   auto dilations = spatial_attr(ctx, "dilations", n, 1);
-  std::vector<int64_t> pads(2 * n, 0);
-  if (ctx.has_attr("pads") && !ctx.attr_ints("pads").empty()) {
-    pads = ctx.attr_ints("pads");
-    if (pads.size() != 2 * n) ctx.fail("pads must have 2 entries per spatial axis");
-  }
+  const std::vector<int64_t> pads = spatial_pads(ctx, n);
   std::string auto_pad = ctx.has_attr("auto_pad") ? ctx.attr_string("auto_pad") : "NOTSET";
   if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
       auto_pad != "SAME_LOWER")
@@ -115,11 +119,7 @@ inline TransposeGeometry transpose_geometry(const OpContext& ctx, const std::vec
   auto strides = spatial_attr(ctx, "strides", n, 1);
   auto dilations = spatial_attr(ctx, "dilations", n, 1);
   auto out_pad = spatial_attr(ctx, "output_padding", n, 0);
-  std::vector<int64_t> pads(2 * n, 0);
-  if (ctx.has_attr("pads") && !ctx.attr_ints("pads").empty()) {
-    pads = ctx.attr_ints("pads");
-    if (pads.size() != 2 * n) ctx.fail("pads must have 2 entries per spatial axis");
-  }
+  const std::vector<int64_t> pads = spatial_pads(ctx, n);
   std::string auto_pad = ctx.attr_string("auto_pad");
   std::vector<int64_t> output_shape;
   if (ctx.has_attr("output_shape")) {
