@@ -17,19 +17,10 @@ const std::set<std::string, std::less<>> kLayout = {"Transpose", "Reshape",  "Fl
                                                     "Slice",     "Concat",   "Gather",  "Shape"};
 // Computed element by element, each output element an expression of loads at computed places
 // (printer_index_ops.cpp); unlike kLayout's, not read through by the plan.
-const std::set<std::string, std::less<>> kIndexed = {"BatchNormalization",
-                                                     "Trilu",
-                                                     "Tile",
-                                                     "DepthToSpace",
-                                                     "SpaceToDepth",
-                                                     "GatherElements",
-                                                     "Pad",
-                                                     "OneHot",
-                                                     "EyeLike",
-                                                     "ConstantOfShape",
-                                                     "Range",
-                                                     "Resize",
-                                                     "Upsample"};
+const std::set<std::string, std::less<>> kIndexed = {
+    "BatchNormalization", "Trilu",    "Tile",   "DepthToSpace", "SpaceToDepth",
+    "GatherElements",     "GatherND", "Pad",    "OneHot",       "EyeLike",
+    "ConstantOfShape",    "Range",    "Resize", "Upsample"};
 const std::set<std::string, std::less<>> kReduce = {
     "ReduceSum",    "ReduceMean",      "ReduceMax",         "ReduceMin",
     "ReduceProd",   "ReduceL1",        "ReduceL2",          "ReduceSumSquare",

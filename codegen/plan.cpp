@@ -8,6 +8,7 @@
 #include <set>
 #include <tuple>
 
+#include "codegen/decompose.h"
 #include "codegen/lowering.h"
 #include "ir/kernel_body.h"
 #include "ir/op_table.h"
@@ -339,89 +340,6 @@ static std::vector<NodeId> layout_copy_path(const ir::Graph& g, const Stage& s) 
   return path;
 }
 
-// A Split with several outputs becomes one Slice per output (a stage writes its node's first
-// output only): part k starts where the parts before it end, their extents along the axis static
-// in the output types. The graph is rebuilt in the same order, `origin` following; a Split whose
-// parts have run-time extents stays, and the plan refuses it by name.
-static void split_into_slices(ir::Graph& g, std::vector<NodeId>& origin) {
-  auto splits = [&](const ir::Node& n) {
-    if (n.op_type != "Split" || n.outputs.size() < 2 || n.inputs.empty()) return false;
-    const ir::Shape& in = g.value(n.inputs[0]).type.shape;
-    if (!in.has_rank()) return false;
-    int64_t axis = n.attrs.get_int("axis", 0);
-    if (axis < 0) axis += int64_t(in.rank());
-    if (axis < 0 || axis >= int64_t(in.rank())) return false;
-    for (ValueId o : n.outputs) {
-      const ir::Shape& s = g.value(o).type.shape;
-      if (!s.has_rank() || s.rank() != in.rank() || !s[size_t(axis)].is_static()) return false;
-    }
-    return true;
-  };
-  if (std::none_of(g.nodes().begin(), g.nodes().end(), splits)) return;
-  ir::Graph out;
-  out.name = g.name;
-  out.opsets = g.opsets;
-  std::vector<ValueId> map(g.values().size(), ir::kNoValue);
-  for (ValueId v : g.inputs()) map[v] = out.add_input(g.value(v).name, g.value(v).type);
-  for (ValueId v : g.weights()) {
-    const ir::Value& w = g.value(v);
-    map[v] = w.data ? out.add_weight(w.name, w.data)
-                    : out.add_external_weight(w.name, w.type, *w.external);
-  }
-  auto add_outputs = [&](ir::Node& copy, const std::vector<ValueId>& outputs) {
-    copy.outputs.clear();
-    for (ValueId o : outputs) {
-      const ir::Value& v = g.value(o);
-      map[o] = out.add_value(v.name, v.type);
-      out.value(map[o]).sym_value = v.sym_value;
-      copy.outputs.push_back(map[o]);
-    }
-  };
-  auto constant = [&](const std::string& base, int64_t value) {
-    ir::Tensor t(ir::DType::i64, {1});
-    t.set(0, double(value));
-    std::string name = base;  // a name neither graph has, nor takes later
-    for (int k = 1; g.find_value(name) || out.find_value(name); ++k)
-      name = base + "_" + std::to_string(k);
-    return out.add_weight(name, std::move(t));
-  };
-  std::vector<NodeId> new_origin;
-  for (size_t i = 0; i < g.nodes().size(); ++i) {
-    const ir::Node& n = g.nodes()[i];
-    std::vector<ValueId> inputs;
-    for (ValueId in : n.inputs) inputs.push_back(in == ir::kNoValue ? ir::kNoValue : map[in]);
-    if (!splits(n)) {
-      ir::Node copy = n;
-      copy.inputs = std::move(inputs);
-      add_outputs(copy, n.outputs);
-      out.add_node(std::move(copy));
-      new_origin.push_back(origin[i]);
-      continue;
-    }
-    const int64_t rank = int64_t(g.value(n.inputs[0]).type.shape.rank());
-    int64_t axis = n.attrs.get_int("axis", 0);
-    if (axis < 0) axis += rank;
-    int64_t offset = 0;
-    for (ValueId o : n.outputs) {
-      const int64_t size = g.value(o).type.shape[size_t(axis)].value();
-      ir::Node slice;
-      slice.name = n.name;
-      slice.op_type = "Slice";
-      slice.def = ir::find_op("Slice");
-      const std::string& part = g.value(o).name;
-      slice.inputs = {inputs[0], constant(part + "_starts", offset),
-                      constant(part + "_ends", offset + size), constant(part + "_axes", axis)};
-      add_outputs(slice, {o});
-      out.add_node(std::move(slice));
-      new_origin.push_back(origin[i]);
-      offset += size;
-    }
-  }
-  for (ValueId v : g.outputs()) out.add_output(map[v]);
-  g = std::move(out);
-  origin = std::move(new_origin);
-}
-
 KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   if (!is_precision(options.precision))
     throw Error(fmt::format("codegen: precision {}: expected f32, f16 or bf16",
@@ -433,9 +351,9 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   plan.tensor_cores = options.tensor_cores;
   plan.cublaslt = options.cublaslt;
   std::vector<NodeId> origin;
-  plan.graph = ir::inline_kernels(input_graph, &origin);
+  const ir::Graph inlined = ir::inline_kernels(input_graph, &origin);
+  plan.graph = decompose_for_codegen(inlined, origin);
   ir::Graph& g = plan.graph;
-  split_into_slices(g, origin);
   ir::refine_types(g);
 
   // Outputs that are inputs, weights or repeated get a copy stage into a value of their own.
@@ -464,8 +382,8 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     if (!needed) continue;
     live[i] = true;
     if (n.is_opaque()) unsupported(n, "an opaque op has no kernel");
-    // Stages write a node's first output only (LayerNormalization's mean, MaxPool's indices
-    // and Dropout's mask are not generated).
+    // Stages write a node's first output only (MaxPool's indices and Dropout's mask are not
+    // generated; LayerNormalization's statistics are, as its decomposition, decompose.h).
     for (size_t k = 1; k < n.outputs.size(); ++k)
       if (read[n.outputs[k]]) unsupported(n, fmt::format("output {} is not generated", k));
     if (n.op_type == "Dropout" && !dropout_is_identity(g, n))

@@ -251,6 +251,47 @@ EQF_COMBINES(prod, eqf_mul)
 #undef EQF_COMBINES
 #undef EQF_BLOCK_COMBINE
 #undef EQF_WARP_COMBINE
+// ArgMax/ArgMin across a warp or a block: each lane holds the extreme of its part of the row and
+// its index (at < 0: an empty part), found walking its part in order. The extreme wins; between
+// equal values, the first index (the last with select_last_index).
+template <typename T>
+__device__ __forceinline__ bool eqf_arg_wins(T v, int64_t a, T best, int64_t at, bool max,
+                                             bool last) {
+  if (a < 0) return false;
+  if (at < 0) return true;
+  if (v == best) return last ? a > at : a < at;
+  return max ? v > best : v < best;
+}
+template <typename T>
+__device__ __forceinline__ void eqf_warp_arg(T& best, int64_t& at, bool max, bool last) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const T v = __shfl_xor_sync(0xffffffffu, best, o);
+    const int64_t a = (int64_t)__shfl_xor_sync(0xffffffffu, (long long)at, o);
+    if (eqf_arg_wins(v, a, best, at, max, last)) {
+      best = v;
+      at = a;
+    }
+  }
+}
+template <typename T>
+__device__ __forceinline__ void eqf_block_arg(T& best, int64_t& at, bool max, bool last) {
+  __shared__ T part[8];
+  __shared__ int64_t where[8];
+  eqf_warp_arg(best, at, max, last);
+  if ((threadIdx.x & 31) == 0) {
+    part[threadIdx.x >> 5] = best;
+    where[threadIdx.x >> 5] = at;
+  }
+  __syncthreads();
+  best = part[0];
+  at = where[0];
+  for (int w = 1; w < 8; ++w)
+    if (eqf_arg_wins(part[w], where[w], best, at, max, last)) {
+      best = part[w];
+      at = where[w];
+    }
+  __syncthreads();
+}
 #endif
 )eqf";
 }

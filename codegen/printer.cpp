@@ -118,6 +118,7 @@ std::string Writer::compute(const ir::Node& n, const Index& idx) {
   if (op == "Tile") return tile(n, idx);
   if (op == "DepthToSpace" || op == "SpaceToDepth") return depth_space(n, idx);
   if (op == "GatherElements") return gather_elements(n, idx);
+  if (op == "GatherND") return gather_nd(n, idx);
   if (op == "Pad") return pad(n, idx);
   if (op == "OneHot") return one_hot(n, idx);
   if (op == "Resize" || op == "Upsample") return resize(n, idx);

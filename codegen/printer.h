@@ -20,8 +20,9 @@
 //                       |                                      | block per row, shuffles then
 //                       |                                      | shared memory combine
 //   Reduce* over the    | an item per output, serial loops     | rows of 32 or more: a warp
-//   last axes           |                                      | per output (over 1024: a
-//                       |                                      | block), combined as above
+//   last axes, ArgMax,  |                                      | per output (over 1024: a
+//   ArgMin              |                                      | block), combined as above
+//                       |                                      | (ArgMax: extreme and index)
 //   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched
 //                       | rows, register tiles of two vectors  | call (batch dims equal or
 //                       | of columns (transB: a dot product    | broadcast whole): SGEMM for

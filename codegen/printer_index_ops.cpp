@@ -1,9 +1,9 @@
 // The printer's ops that read their inputs at computed places, element by element:
 // BatchNormalization (its statistics at the element's channel), Trilu, Tile, DepthToSpace,
-// SpaceToDepth, GatherElements, Pad, OneHot and Resize (nearest and linear), and the ops that make
-// their elements from their index (ConstantOfShape, EyeLike, Range) (printer_writer.h). Each one's
-// output element is an expression of loads, like the layout ops in printer.cpp, so a kernel
-// computes them where they are used and they fuse with their neighbours.
+// SpaceToDepth, GatherElements, GatherND, Pad, OneHot and Resize (nearest and linear), and the ops
+// that make their elements from their index (ConstantOfShape, EyeLike, Range) (printer_writer.h).
+// Each one's output element is an expression of loads, like the layout ops in printer.cpp, so a
+// kernel computes them where they are used and they fuse with their neighbours.
 #include "codegen/printer_writer.h"
 #include "ir/pad.h"
 #include "ir/resize.h"
@@ -127,6 +127,29 @@ std::string Writer::gather_elements(const ir::Node& n, const Index& idx) {
                    raw, dim(data, a), raw));
   Index in = idx;
   in[a] = g;
+  return elem(data, in);
+}
+
+std::string Writer::gather_nd(const ir::Node& n, const Index& idx) {
+  // out[i..., j...] = data[batch..., indices[i..., 0..m), j...]: the output's leading coordinates
+  // are those of a row of `indices` (its batch_dims first, which address data's too), and its
+  // row's m entries are data's next coordinates.
+  const ValueId data = n.inputs[0], indices = n.inputs[1];
+  const ir::Shape& is = type(indices).shape;
+  const size_t q = is.rank(), b = size_t(ir::make_context(g_, n).attr_int("batch_dims"));
+  if (q == 0 || !is[q - 1].is_static()) unsupported(n, "the last dim of indices must be static");
+  const size_t m = size_t(is[q - 1].value());
+  Index row(idx.begin(), idx.begin() + int64_t(q - 1));
+  row.push_back("");
+  Index in(idx.begin(), idx.begin() + int64_t(b));
+  for (size_t k = 0; k < m; ++k) {
+    row.back() = std::to_string(k);
+    const std::string raw = elem(indices, row), g = fresh("g");
+    line(fmt::format("const int64_t {} = (int64_t){} < 0 ? (int64_t){} + {} : (int64_t){};", g, raw,
+                     raw, dim(data, b + k), raw));
+    in.push_back(g);
+  }
+  in.insert(in.end(), idx.begin() + int64_t(q - 1), idx.end());
   return elem(data, in);
 }
 

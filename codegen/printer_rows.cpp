@@ -63,20 +63,35 @@ std::string Writer::body_arg_reduce(const Stage& s) {
     }
   }
   // A thread per output element walks its axis: the first (or last) index of the extreme, as
-  // the interpreter's kernel_arg.
+  // the interpreter's kernel_arg. On CUDA, where the axis is the last one (a row of consecutive
+  // elements) and at least a warp's width or of run-time extent, a warp takes each output element
+  // (a block where the row is static and over kMaxCachedRow): each lane walks its part of the row
+  // so, and the lanes combine their (extreme, index) pairs (eqf_warp_arg, eqf_block_arg).
   const std::string ct = compute_type({type(in).dtype}), best = fresh("best"), at = fresh("at");
+  const ir::Dim& extent = type(in).shape[size_t(axis)];
+  warp_rows_ = target_ == Target::Cuda && size_t(axis) + 1 == r &&
+               (ct == "float" || ct == "double") && (!extent.is_static() || extent.value() >= 32);
+  if (warp_rows_ && extent.is_static() && extent.value() > kMaxCachedRow)
+    block_rows_ = block_items_ = true;
   line(fmt::format("{} {} = 0;", ct, best));
   line(fmt::format("int64_t {} = -1;", at));
-  open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", j, j, dim(in, size_t(axis)), j));
+  open(row_loop(j, dim(in, size_t(axis))));
   const std::string x = elem(in, in_idx);
   const std::string v = storage_type(type(in).dtype) == ct ? x : "(" + ct + ")" + x;
-  const char* better = n.op_type == "ArgMax" ? (last ? ">=" : ">") : (last ? "<=" : "<");
+  const bool is_max = n.op_type == "ArgMax";
+  const char* better = is_max ? (last ? ">=" : ">") : (last ? "<=" : "<");
   open(fmt::format("if ({} < 0 || {} {} {})", at, v, better, best));
   line(fmt::format("{} = {};", best, v));
   line(fmt::format("{} = {};", at, j));
   close();
   close();
+  if (warp_rows_) {
+    line(fmt::format("eqf_{}_arg({}, {}, {}, {});", block_rows_ ? "block" : "warp", best, at,
+                     is_max, last));
+    open(block_rows_ ? "if (threadIdx.x == 0)" : "if (lane == 0)");
+  }
   line(store(out, "i", oidx, fmt::format("{} < 0 ? 0 : {}", at, at)));
+  if (warp_rows_) close();
   return numel(out);
 }
 

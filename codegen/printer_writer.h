@@ -7,7 +7,7 @@
 //                            stages, the stage wrapper (C++ function, CUDA kernel and launch),
 //                            the whole unit
 //   printer_index_ops.cpp    ops read at computed places (BatchNormalization, Pad, Tile,
-//                            Trilu, DepthToSpace, GatherElements, OneHot, Resize...)
+//                            Trilu, DepthToSpace, GatherElements, GatherND, OneHot, Resize...)
 //   printer_rows.cpp         Reduce*, ArgMax/ArgMin, Softmax, LayerNormalization and pooling
 //   printer_attention.cpp    softmax(S)·V in one stage (CUDA cores, tensor cores, the twin)
 //   printer_contraction.cpp  MatMul and Gemm in loops of our own, convolution (direct loops,
@@ -558,6 +558,7 @@ class Writer {
   std::string tile(const ir::Node& n, const Index& idx);
   std::string depth_space(const ir::Node& n, const Index& idx);
   std::string gather_elements(const ir::Node& n, const Index& idx);
+  std::string gather_nd(const ir::Node& n, const Index& idx);
   std::string pad(const ir::Node& n, const Index& idx);
   std::string one_hot(const ir::Node& n, const Index& idx);
   std::string resize(const ir::Node& n, const Index& idx);

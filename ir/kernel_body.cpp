@@ -9,6 +9,7 @@
 
 #include "ir/attr_text.h"
 #include "ir/op_table.h"
+#include "ir/rebuild.h"
 #include "support/error.h"
 
 namespace eqfuse::ir {
@@ -186,42 +187,15 @@ bool has_kernels(const Graph& graph) {
 }
 
 Graph inline_kernels(const Graph& graph, std::vector<NodeId>* origin) {
-  Graph out;
-  out.name = graph.name;
-  out.opsets = graph.opsets;
-  std::vector<ValueId> map(graph.values().size(), kNoValue);
-  for (ValueId v : graph.inputs()) map[v] = out.add_input(graph.value(v).name, graph.value(v).type);
-  for (ValueId v : graph.weights()) {
-    const Value& w = graph.value(v);
-    map[v] = w.data ? out.add_weight(w.name, w.data)
-                    : out.add_external_weight(w.name, w.type, *w.external);
-  }
-  for (size_t i = 0; i < graph.nodes().size(); ++i) {
-    const Node& n = graph.nodes()[i];
-    std::vector<ValueId> inputs;
-    for (ValueId in : n.inputs) inputs.push_back(in == kNoValue ? kNoValue : map[in]);
-    if (n.def && n.def->name == kKernelOp) {
-      auto body = kernel_body(n.attrs.get_string(kKernelBodyAttr, ""));
-      map[n.outputs[0]] = expand_kernel_body(out, *body, inputs, fmt::format("{}#{}/", n.name, i),
-                                             graph.value(n.outputs[0]).name);
-      if (origin) origin->resize(out.nodes().size(), NodeId(i));
-      continue;
-    }
-    Node copy = n;
-    copy.inputs = std::move(inputs);
-    copy.outputs.clear();
-    for (ValueId o : n.outputs) {
-      const Value& v = graph.value(o);
-      ValueId nv = out.add_value(v.name, v.type);
-      out.value(nv).sym_value = v.sym_value;
-      map[o] = nv;
-      copy.outputs.push_back(nv);
-    }
-    out.add_node(std::move(copy));
-    if (origin) origin->resize(out.nodes().size(), NodeId(i));
-  }
-  for (ValueId v : graph.outputs()) out.add_output(map[v]);
-  return out;
+  auto expand = [&](const Node& n, NodeId i, GraphRebuild& rebuild) {
+    if (!n.def || n.def->name != kKernelOp) return false;
+    auto body = kernel_body(n.attrs.get_string(kKernelBodyAttr, ""));
+    rebuild.alias(n.outputs[0], expand_kernel_body(rebuild.graph(), *body, rebuild.inputs(n),
+                                                   fmt::format("{}#{}/", n.name, i),
+                                                   graph.value(n.outputs[0]).name));
+    return true;
+  };
+  return rebuild_graph(graph, expand, origin);
 }
 
 }  // namespace eqfuse::ir

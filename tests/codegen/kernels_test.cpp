@@ -4,6 +4,8 @@
 // convolution and pooling. Tolerance: rtol 1e-4, atol 1e-5 (the twin computes in float where
 // the interpreter uses double).
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -470,7 +472,7 @@ TEST_CASE("layout ops fold into indexing: reshape, slice, concat, expand, gather
 }
 
 TEST_CASE(
-    "ops read at computed places (BatchNormalization, Pad, Resize, OneHot...), ConvTranspose") {
+    "ops read at computed places (BatchNormalization, Pad, Resize, GatherND...), ConvTranspose") {
   // Each at a run-time batch of 1, 2 and 5 (a vector group partial or whole), in the twin and in
   // the CUDA source on the emulator against the interpreter, several in one kernel where the
   // optimizer would fuse them.
@@ -506,6 +508,8 @@ TEST_CASE(
                   {{"upper", int64_t{0}}}));
     b.output(b.op("Trilu", {x}));
     b.output(b.op("GatherElements", {x, idx}, {{"axis", int64_t{3}}}));
+    for (int64_t batch_dims : {1, 2})  // rows of idx address x's dims 1-2, then 2-3
+      b.output(b.op("Neg", {b.op("GatherND", {x, idx}, {{"batch_dims", batch_dims}})}));
     b.output(b.op("OneHot",
                   {idx, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {}, {3})),
                    b.constant(ir::Tensor::from_vector<float>(DType::f32, {2}, {-1, 4}))},
@@ -568,7 +572,7 @@ TEST_CASE("row reductions: softmax, layer norm, reduce*, residual + layernorm") 
   // On CUDA rows of 1, 13 and 33 take a warp each; 3001 and 9001 a block (3001 kept in
   // registers, 12 elements a thread; 9001 read in each pass). Reduce* over the last axes takes a
   // thread per output under 32 elements (1, 13), a warp up to 1024 (33, 3 x 13, 3 x 33) and a
-  // block beyond; over the first axis a thread per output.
+  // block beyond; over the first axis a thread per output. ArgMax and ArgMin likewise.
   for (int64_t cols : {1, 13, 33, 3001, 9001}) {
     GraphBuilder b;
     ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(cols)});
@@ -594,8 +598,61 @@ TEST_CASE("row reductions: softmax, layer norm, reduce*, residual + layernorm") 
         b.op("ReduceMean", {x}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}}));
     b.output(b.op("ReduceMax", {x}, {{"axes", std::vector<int64_t>{0}}, {"keepdims", int64_t{0}}}));
     b.output(b.op("LogSoftmax", {x}, {{"axis", int64_t{0}}}));
+    // ArgMax and ArgMin of rows with many ties (values -2..1): the first index or the last.
+    ValueId ties = b.op(
+        "Floor",
+        {b.op("Mul", {x, b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {2.0f}))})});
+    for (const char* op : {"ArgMax", "ArgMin"})
+      for (int64_t last : {0, 1})
+        b.output(b.op(op, {ties},
+                      {{"axis", int64_t{-1}}, {"keepdims", last}, {"select_last_index", last}}));
     check_twin(std::move(b).finish(), {{5, cols}, {5, cols}, {cols}, {cols}, {5, 3, cols}});
   }
+}
+
+TEST_CASE("normalizations with their statistics read, and InstanceNormalization, as reductions") {
+  // A LayerNormalization whose Mean or InvStdDev is read, over the last axes or from axis 1, with
+  // and without a bias; InstanceNormalization over planes of 1 and 35 elements and 11 in 1-D.
+  for (int64_t n : {1, 3}) {
+    GraphBuilder b;
+    ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(4), Dim(7)});
+    ValueId img = b.input("img", DType::f32, {Dim::symbol("n"), Dim(3), Dim(5), Dim(7)});
+    ValueId dot = b.input("dot", DType::f32, {Dim::symbol("n"), Dim(2), Dim(1), Dim(1)});
+    ValueId line = b.input("line", DType::f32, {Dim::symbol("n"), Dim(3), Dim(11)});
+    auto vector = [&](std::vector<int64_t> dims, double base) {
+      ir::Tensor t(DType::f32, dims);
+      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, base + 0.125 * double(i % 5));
+      return b.constant(std::move(t));
+    };
+    std::vector<ValueId> last =
+        b.op_n("LayerNormalization", {x, vector({7}, 0.5)}, 3, {{"epsilon", 1e-3}});
+    b.output(last[0]);
+    b.output(last[2]);
+    std::vector<ValueId> from1 =
+        b.op_n("LayerNormalization", {b.op("Relu", {x}), vector({4, 7}, 0.75), vector({7}, -0.25)},
+               3, {{"axis", int64_t{1}}});
+    b.output(b.op("Add", {from1[0], x}));
+    b.output(from1[1]);
+    b.output(b.op("Mul", {from1[2], from1[1]}));
+    for (ValueId in : {img, dot, line}) {
+      const int64_t c = b.type(in).shape[1].value();
+      b.output(b.op("InstanceNormalization", {in, vector({c}, 0.9), vector({c}, 0.1)},
+                    {{"epsilon", 1e-4}}));
+    }
+    const ir::Graph g = std::move(b).finish();
+    for (const codegen::Stage& s : codegen::make_plan(g).stages)
+      CHECK(s.kind != codegen::StageKind::LayerNorm);  // every norm here is its reductions
+    check_twin(g, {{n, 4, 7}, {n, 3, 5, 7}, {n, 2, 1, 1}, {n, 3, 11}});
+  }
+  // Without its statistics read, a LayerNormalization stays one stage.
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::f32, {Dim(2), Dim(9)});
+  ir::Tensor scale(DType::f32, {9});
+  b.output(b.op_n("LayerNormalization", {x, b.weight("s", scale)}, 3)[0]);
+  const codegen::KernelPlan plan = codegen::make_plan(std::move(b).finish());
+  CHECK(std::count_if(plan.stages.begin(), plan.stages.end(), [](const codegen::Stage& s) {
+          return s.kind == codegen::StageKind::LayerNorm;
+        }) == 1);
 }
 
 TEST_CASE("a rows stage computes the reductions its row reads: norms and softmax written out") {
