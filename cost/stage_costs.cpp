@@ -1,6 +1,8 @@
 #include "cost/stage_costs.h"
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -11,25 +13,40 @@ namespace eqfuse::cost {
 namespace {
 
 // The nodes a stage computes: its own and those it recomputes from stored values (pointwise
-// producers whose values the plan does not store), once each.
-std::vector<ir::NodeId> computed_nodes(const codegen::KernelPlan& plan, ir::NodeId root) {
+// producers whose values the plan does not store), each with how many times over its own
+// elements the stage computes it. An element expression evaluates its operands at every element
+// it computes, so a producer read through an Expand, a Tile or a broadcast is recomputed for each
+// element it reaches (through a Slice or a Gather, only for those): the count is the product of
+// the reader's elements over the read input's along the path (the most of any path). A
+// reduction, a contraction or pooling reads its input's elements once each, and a rows stage
+// computes its row reductions once a row, as its op's work counts them (1).
+std::map<ir::NodeId, double> computed_nodes(
+    const codegen::KernelPlan& plan, ir::NodeId root,
+    const std::function<std::optional<double>(ir::ValueId)>& numel) {
   const ir::Graph& g = plan.graph;
-  std::vector<ir::NodeId> out;
-  std::set<ir::NodeId> seen;
-  std::vector<ir::NodeId> todo = {root};
+  std::map<ir::NodeId, double> times;
+  std::vector<std::pair<ir::NodeId, double>> todo = {{root, 1.0}};
   while (!todo.empty()) {
-    const ir::NodeId n = todo.back();
+    const auto [n, m] = todo.back();
     todo.pop_back();
-    if (!seen.insert(n).second) continue;
-    out.push_back(n);
+    if (auto it = times.find(n); it != times.end() && it->second >= m) continue;
+    times[n] = m;
     const ir::Node& node = g.node(n);
+    const bool per_element = codegen::is_pointwise(node);
     for (size_t k : codegen::data_inputs(node)) {
       if (k >= node.inputs.size() || node.inputs[k] == ir::kNoValue) continue;
       const ir::Value& v = g.value(node.inputs[k]);
-      if (v.producer != ir::kNoNode && !plan.buffer(node.inputs[k])) todo.push_back(v.producer);
+      if (v.producer == ir::kNoNode || plan.buffer(node.inputs[k])) continue;
+      double t = 1;
+      if (per_element && codegen::is_pointwise(g.node(v.producer))) {
+        t = m;
+        const auto out = numel(node.outputs[0]), in = numel(node.inputs[k]);
+        if (out && in && *in > 0) t *= *out / *in;
+      }
+      todo.push_back({v.producer, t});
     }
   }
-  return out;
+  return times;
 }
 
 }  // namespace
@@ -67,6 +84,12 @@ std::vector<NodeCost> stage_costs(const codegen::KernelPlan& plan,
   auto node_cost = [&](ir::NodeId n) {
     return n == ir::kNoNode ? NodeCost{} : model.node_cost(g, g.node(n));
   };
+  auto numel = [&](ir::ValueId v) -> std::optional<double> {
+    const ir::Shape& shape = g.value(v).type.shape;
+    if (!shape.has_rank()) return std::nullopt;
+    const auto n = shape.sym_numel().evaluate(sizes);
+    return n ? std::optional<double>(double(*n)) : std::nullopt;
+  };
 
   std::vector<NodeCost> costs(plan.stages.size());
   for (size_t i = 0; i < plan.stages.size(); ++i) {
@@ -76,10 +99,10 @@ std::vector<NodeCost> stage_costs(const codegen::KernelPlan& plan,
     for (ir::ValueId v : s.reads)
       if (!(form.runs == Runs::Elsewhere && s.last_read_at_own_element == v)) bytes += bytes_of(v);
     if (s.node != ir::kNoNode && !s.written_by_producers)
-      for (ir::NodeId n : computed_nodes(plan, s.node)) {
+      for (const auto& [n, times] : computed_nodes(plan, s.node, numel)) {
         const NodeCost c = node_cost(n);
-        flops += c.flops;
-        compute += c.compute_seconds;
+        flops += times * c.flops;
+        compute += times * c.compute_seconds;
       }
     if (form.runs == Runs::Elsewhere) {
       // Its other reads and its arithmetic are the storing stage's; a Concat or layout copy its

@@ -11,7 +11,9 @@
 //   overhead  launches x launch_overhead; a cuBLAS or cuBLASLt call: library_call_us, plus a
 //             launch for a kernel after it (a Gemm's C term)
 //   compute   the compute terms under the model of the stage's op and of the ops it recomputes
-//             from stored values (wave quantization, the convolution's tile); attention: the
+//             from stored values, each as many times as the stage evaluates it (a producer read
+//             through an Expand, a Tile or a broadcast, once for every element it reaches) (wave
+//             quantization, the convolution's tile); attention: the
 //             FLOPs of its two products at the FP32 peak x `efficiency.attention` (its
 //             tensor-core form, never measured yet, priced the same)
 //   bytes     the stored values it reads and the one it writes (with the layout copies it

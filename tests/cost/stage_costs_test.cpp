@@ -151,3 +151,26 @@ TEST_CASE("stage costs: a kernel's Concat of its own inputs is written by their 
   CHECK(k.launch_seconds == Approx(p.launch_overhead));
   CHECK(k.bytes == Approx((2 * 16 * 64 + 32 * 32 + 32 * 64) * 4.0));
 }
+
+TEST_CASE("stage costs: a producer recomputed under a broadcast is priced at every element") {
+  // exp(x) of one element a row, added to rows of 1000: the stage evaluates exp at each of the
+  // 1000 elements of a row (it is not stored), so its arithmetic counts 1000 times.
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(1)});
+  ValueId y = b.input("y", DType::f32, {Dim::symbol("n"), Dim(1000)});
+  b.output(b.op("Kernel", {x, y}, {{"body", ir::AttrValue("(Add (Exp ?0) ?1)")}}));
+  const ir::Graph g = std::move(b).finish();
+  const cost::DeviceProfile p = cost::DeviceProfile::load_builtin("h200");
+  const codegen::KernelPlan plan = codegen::make_plan(g);
+  const auto costs =
+      cost::stage_costs(plan, codegen::stage_forms(plan, codegen::Target::Cuda), model_at(p, 64));
+  REQUIRE(costs.size() == 1);
+  REQUIRE(plan.graph.nodes().size() == 2);
+  const cost::CostModel model(p, {false, {{"n", 64}}});
+  const cost::NodeCost exp = model.node_cost(plan.graph, plan.graph.nodes()[0]);
+  const cost::NodeCost add = model.node_cost(plan.graph, plan.graph.nodes()[1]);
+  REQUIRE(plan.graph.nodes()[0].op_type == "Exp");
+  CHECK(exp.flops > 0);
+  CHECK(costs[0].flops == Approx(add.flops + 1000 * exp.flops));
+  CHECK(costs[0].compute_seconds == Approx(add.compute_seconds + 1000 * exp.compute_seconds));
+}
