@@ -128,15 +128,22 @@ bool instance_norm(GraphRebuild& r, const Node& n) {
     axes.push_back(a);
     channel_shape.push_back(1);
   }
-  const Normalized s =
-      normalize(r, n.name, r(n.inputs[0]), x.dtype, axes, n.attrs.get_float("epsilon", 1e-5));
+  // Statistics of 16-bit planes in f32, as LayerNormalization's stash (the interpreter's are in
+  // double); the normalized plane is rounded back before the scale and bias.
+  const DType stash = x.dtype == DType::f64 ? DType::f64 : DType::f32;
+  ValueId normalized =
+      normalize(r, n.name, r(n.inputs[0]), stash, axes, n.attrs.get_float("epsilon", 1e-5))
+          .normalized;
+  if (x.dtype != stash)
+    normalized = r.op("Cast", {normalized}, {{"to", int64_t{ir::onnx_dtype_code(x.dtype)}}},
+                      n.name + "_cast");
   // The per-channel vectors [C] as [C, 1, ...], broadcasting over each plane.
   auto per_channel = [&](size_t k, const char* what) {
     return r.op("Reshape", {r(n.inputs[k]), i64_constant(r, n.name + "_channels", channel_shape)},
                 {}, n.name + what);
   };
   const ValueId scaled =
-      r.op("Mul", {s.normalized, per_channel(1, "_scale")}, {}, n.name + "_scaled");
+      r.op("Mul", {normalized, per_channel(1, "_scale")}, {}, n.name + "_scaled");
   r.op("Add", {scaled, per_channel(2, "_bias")}, {}, n.name, n.outputs[0]);
   return true;
 }

@@ -145,6 +145,18 @@ template <typename T> EQF_FN T eqf_sign(T x) { return T((x > T(0)) - (x < T(0)))
 template <typename T> EQF_FN T eqf_not(T x) { return T(x == T(0)); }
 template <typename T> EQF_FN T eqf_isnan(T x) { return T(x != x); }
 template <typename T> EQF_FN T eqf_isinf(T x) { return T(x - x != x - x && x == x); }
+// ArgMax/ArgMin: whether element v at index a takes the place of `best` at index `at` (at < 0:
+// none yet). The extreme wins, a NaN over any number (numpy's rule, ONNX's reference); between
+// equal values or two NaNs, the first index, or the last with select_last_index.
+template <typename T>
+EQF_FN bool eqf_arg_wins(T v, int64_t a, T best, int64_t at, bool is_max, bool last) {
+  if (a < 0) return false;
+  if (at < 0) return true;
+  const bool v_nan = v != v, best_nan = best != best;
+  if (v_nan != best_nan) return v_nan;
+  if (v_nan || v == best) return last ? a > at : a < at;
+  return is_max ? v > best : v < best;
+}
 // Resize: the input coordinate of output coordinate x along an axis under coordinate
 // transformation `mode` (0 half_pixel, 1 half_pixel_symmetric, 2 pytorch_half_pixel,
 // 3 align_corners, 4 asymmetric, 5 tf_half_pixel_for_nn, 6 tf_crop_and_resize:
@@ -168,6 +180,13 @@ EQF_FN double eqf_resize_source(int mode, double x, double scale, int64_t in, in
 }
 EQF_FN double eqf_resize_nearest(double x, int round) {
   return round == 0 ? ceil(x - 0.5) : round == 1 ? floor(x + 0.5) : round == 2 ? floor(x) : ceil(x);
+}
+// Cubic mode: the weight of input element floor(x) - 1 + k (k = 0..3), t = x - floor(x), under
+// cubic_coeff_a `a` (ir::cubic_weights).
+EQF_FN double eqf_resize_cubic(double t, double a, int k) {
+  const double s = k == 0 ? t + 1 : k == 1 ? t : k == 2 ? 1 - t : 2 - t;
+  return k == 1 || k == 2 ? ((a + 2) * s - (a + 3)) * s * s + 1
+                          : ((a * s - 5 * a) * s + 8 * a) * s - 4 * a;
 }
 // Pad: the input coordinate that coordinate c (the output's less the front pad) reads along an
 // axis of n elements, c itself where it is inside; mode 1 edge, 2 wrap, 3 reflect
@@ -252,32 +271,23 @@ EQF_COMBINES(prod, eqf_mul)
 #undef EQF_BLOCK_COMBINE
 #undef EQF_WARP_COMBINE
 // ArgMax/ArgMin across a warp or a block: each lane holds the extreme of its part of the row and
-// its index (at < 0: an empty part), found walking its part in order. The extreme wins; between
-// equal values, the first index (the last with select_last_index).
+// its index (at < 0: an empty part), found walking its part in order (eqf_arg_wins).
 template <typename T>
-__device__ __forceinline__ bool eqf_arg_wins(T v, int64_t a, T best, int64_t at, bool max,
-                                             bool last) {
-  if (a < 0) return false;
-  if (at < 0) return true;
-  if (v == best) return last ? a > at : a < at;
-  return max ? v > best : v < best;
-}
-template <typename T>
-__device__ __forceinline__ void eqf_warp_arg(T& best, int64_t& at, bool max, bool last) {
+__device__ __forceinline__ void eqf_warp_arg(T& best, int64_t& at, bool is_max, bool last) {
   for (int o = 16; o > 0; o >>= 1) {
     const T v = __shfl_xor_sync(0xffffffffu, best, o);
     const int64_t a = (int64_t)__shfl_xor_sync(0xffffffffu, (long long)at, o);
-    if (eqf_arg_wins(v, a, best, at, max, last)) {
+    if (eqf_arg_wins(v, a, best, at, is_max, last)) {
       best = v;
       at = a;
     }
   }
 }
 template <typename T>
-__device__ __forceinline__ void eqf_block_arg(T& best, int64_t& at, bool max, bool last) {
+__device__ __forceinline__ void eqf_block_arg(T& best, int64_t& at, bool is_max, bool last) {
   __shared__ T part[8];
   __shared__ int64_t where[8];
-  eqf_warp_arg(best, at, max, last);
+  eqf_warp_arg(best, at, is_max, last);
   if ((threadIdx.x & 31) == 0) {
     part[threadIdx.x >> 5] = best;
     where[threadIdx.x >> 5] = at;
@@ -286,7 +296,7 @@ __device__ __forceinline__ void eqf_block_arg(T& best, int64_t& at, bool max, bo
   best = part[0];
   at = where[0];
   for (int w = 1; w < 8; ++w)
-    if (eqf_arg_wins(part[w], where[w], best, at, max, last)) {
+    if (eqf_arg_wins(part[w], where[w], best, at, is_max, last)) {
       best = part[w];
       at = where[w];
     }

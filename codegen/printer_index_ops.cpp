@@ -1,9 +1,9 @@
 // The printer's ops that read their inputs at computed places, element by element:
 // BatchNormalization (its statistics at the element's channel), Trilu, Tile, DepthToSpace,
-// SpaceToDepth, GatherElements, GatherND, Pad, OneHot and Resize (nearest and linear), and the ops
-// that make their elements from their index (ConstantOfShape, EyeLike, Range) (printer_writer.h).
-// Each one's output element is an expression of loads, like the layout ops in printer.cpp, so a
-// kernel computes them where they are used and they fuse with their neighbours.
+// SpaceToDepth, GatherElements, GatherND, Pad, OneHot and Resize (nearest, linear and cubic), and
+// the ops that make their elements from their index (ConstantOfShape, EyeLike, Range)
+// (printer_writer.h). Each one's output element is an expression of loads, like the layout ops in
+// printer.cpp, so a kernel computes them where they are used and they fuse with their neighbours.
 #include "codegen/printer_writer.h"
 #include "ir/pad.h"
 #include "ir/resize.h"
@@ -251,7 +251,8 @@ std::string Writer::resize(const ir::Node& n, const Index& idx) {
   const auto spec = ir::resize_spec(ctx, type(x).shape);
   if (!spec) unsupported(n, "its scales or sizes must be constants");
   const ir::ResizeModes m = ir::resize_modes(ctx);
-  if (m.mode != "nearest" && m.mode != "linear") unsupported(n, "mode '" + m.mode + "'");
+  if (m.mode != "nearest" && m.mode != "linear" && m.mode != "cubic")
+    unsupported(n, "mode '" + m.mode + "'");
   static const std::vector<std::string> kCoordinates = {
       "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
       "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
@@ -268,7 +269,8 @@ std::string Writer::resize(const ir::Node& n, const Index& idx) {
       !g_.value(n.inputs[1]).is_weight())
     unsupported(n, "its roi must be a constant");
   // Per axis, the input coordinates it reads with their weights: the output's own where the axis
-  // keeps its extent and scale (the interpreter's shortcut), one where nearest, two where linear.
+  // keeps its extent and scale (the interpreter's shortcut), one where nearest, two where linear,
+  // four where cubic.
   std::vector<std::vector<std::pair<std::string, std::string>>> taps(r);
   std::vector<std::string> outside;
   for (size_t a = 0; a < r; ++a) {
@@ -295,12 +297,36 @@ std::string Writer::resize(const ir::Node& n, const Index& idx) {
       taps[a] = {{clamped(fmt::format("(int64_t)eqf_resize_nearest({}, {})", c,
                                       nearest - kNearest.begin())),
                   ""}};
-    } else {
+    } else if (m.mode == "linear") {
       const std::string f = fresh("f"), w = fresh("w");
       line(fmt::format("const double {} = floor({});", f, c));
       line(fmt::format("const double {} = {} - {};", w, c, f));
       taps[a] = {{clamped("(int64_t)" + f), "(1.0 - " + w + ")"},
                  {clamped("(int64_t)" + f + " + 1"), w}};
+    } else {
+      // Four taps around the coordinate (eqf_resize_cubic: ir::cubic_weights); with
+      // exclude_outside, those outside the input weigh 0 and the rest are renormalized.
+      const bool exclude = ctx.attr_int("exclude_outside") != 0;
+      const std::string f = fresh("f"), t = fresh("t");
+      line(fmt::format("const double {} = floor({});", f, c));
+      line(fmt::format("const double {} = {} - {};", t, c, f));
+      std::vector<std::string> at(4), w(4);
+      for (int k = 0; k < 4; ++k) {
+        at[size_t(k)] = fmt::format("(int64_t){} + {}", f, k - 1);
+        w[size_t(k)] = fresh("w");
+        const std::string weight =
+            fmt::format("eqf_resize_cubic({}, {}, {})", t,
+                        literal(ctx.attr_float("cubic_coeff_a"), "double"), k);
+        line(exclude ? fmt::format("const double {} = {} < 0 || {} >= {} ? 0.0 : {};", w[size_t(k)],
+                                   at[size_t(k)], at[size_t(k)], in, weight)
+                     : fmt::format("const double {} = {};", w[size_t(k)], weight));
+      }
+      if (exclude) {
+        const std::string sum = fresh("s");
+        line(fmt::format("const double {} = {} + {} + {} + {};", sum, w[0], w[1], w[2], w[3]));
+        for (std::string& wk : w) wk = fmt::format("({} != 0 ? {} / {} : {})", sum, wk, sum, wk);
+      }
+      for (size_t k = 0; k < 4; ++k) taps[a].push_back({clamped(at[k]), w[k]});
     }
   }
   // The sum over every combination of the axes' taps, in double as the interpreter's kernel.

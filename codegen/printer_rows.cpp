@@ -62,11 +62,12 @@ std::string Writer::body_arg_reduce(const Stage& s) {
       in_idx[k] = oidx[o++];
     }
   }
-  // A thread per output element walks its axis: the first (or last) index of the extreme, as
-  // the interpreter's kernel_arg. On CUDA, where the axis is the last one (a row of consecutive
-  // elements) and at least a warp's width or of run-time extent, a warp takes each output element
-  // (a block where the row is static and over kMaxCachedRow): each lane walks its part of the row
-  // so, and the lanes combine their (extreme, index) pairs (eqf_warp_arg, eqf_block_arg).
+  // A thread per output element walks its axis: the first (or last) index of the extreme, a NaN
+  // the extreme of either op (eqf_arg_wins), as the interpreter's kernel_arg. On CUDA, where the
+  // axis is the last one (a row of consecutive elements) and at least a warp's width or of run-time
+  // extent, a warp takes each output element (a block where the row is static and over
+  // kMaxCachedRow): each lane walks its part of the row so, and the lanes combine their (extreme,
+  // index) pairs (eqf_warp_arg, eqf_block_arg).
   const std::string ct = compute_type({type(in).dtype}), best = fresh("best"), at = fresh("at");
   const ir::Dim& extent = type(in).shape[size_t(axis)];
   warp_rows_ = target_ == Target::Cuda && size_t(axis) + 1 == r &&
@@ -79,9 +80,10 @@ std::string Writer::body_arg_reduce(const Stage& s) {
   const std::string x = elem(in, in_idx);
   const std::string v = storage_type(type(in).dtype) == ct ? x : "(" + ct + ")" + x;
   const bool is_max = n.op_type == "ArgMax";
-  const char* better = is_max ? (last ? ">=" : ">") : (last ? "<=" : "<");
-  open(fmt::format("if ({} < 0 || {} {} {})", at, v, better, best));
-  line(fmt::format("{} = {};", best, v));
+  const std::string vv = fresh("v");
+  line(fmt::format("const {} {} = {};", ct, vv, v));
+  open(fmt::format("if (eqf_arg_wins({}, {}, {}, {}, {}, {}))", vv, j, best, at, is_max, last));
+  line(fmt::format("{} = {};", best, vv));
   line(fmt::format("{} = {};", at, j));
   close();
   close();

@@ -18,8 +18,9 @@ namespace {
 // it computes, so a producer read through an Expand, a Tile or a broadcast is recomputed for each
 // element it reaches (through a Slice or a Gather, only for those): the count is the product of
 // the reader's elements over the read input's along the path (the most of any path). A
-// reduction, a contraction or pooling reads its input's elements once each, and a rows stage
-// computes its row reductions once a row, as its op's work counts them (1).
+// reduction, a contraction or pooling is counted as reading its input's elements once each (a
+// lower bound where pooling windows overlap), and a rows stage computes its row reductions once
+// a row, as its op's work counts them (1).
 std::map<ir::NodeId, double> computed_nodes(
     const codegen::KernelPlan& plan, ir::NodeId root,
     const std::function<std::optional<double>(ir::ValueId)>& numel) {
@@ -40,8 +41,12 @@ std::map<ir::NodeId, double> computed_nodes(
       double t = 1;
       if (per_element && codegen::is_pointwise(g.node(v.producer))) {
         t = m;
+        // A Concat evaluates each part at its own elements only, a constant Pad its input inside.
+        const bool each_once =
+            node.op_type == "Concat" ||
+            (node.op_type == "Pad" && node.attrs.get_string("mode", "constant") == "constant");
         const auto out = numel(node.outputs[0]), in = numel(node.inputs[k]);
-        if (out && in && *in > 0) t *= *out / *in;
+        if (!each_once && out && in && *in > 0) t *= *out / *in;
       }
       todo.push_back({v.producer, t});
     }

@@ -57,10 +57,19 @@ ValueId GraphRebuild::op(const std::string& op_type, std::vector<ValueId> inputs
   TensorType type = infer_output_types(out_, node).at(0);
   node.outputs.clear();
   if (as != kNoValue) {
-    if (source_.value(as).type != type)
-      throw Error(fmt::format("rebuilding '{}': {} makes {} where '{}' is {}", name, op_type,
-                              type.str(), source_.value(as).name, source_.value(as).type.str()),
-                  Error::Kind::Internal);
+    // The value keeps the source's type, which may know more dims (a model's declared shapes).
+    const TensorType& declared = source_.value(as).type;
+    bool fits = declared.dtype == type.dtype && declared.shape.has_rank() == type.shape.has_rank();
+    if (fits && type.shape.has_rank()) {
+      fits = declared.shape.rank() == type.shape.rank();
+      for (size_t k = 0; fits && k < type.shape.rank(); ++k)
+        fits = declared.shape[k] == type.shape[k] || !declared.shape[k].is_static() ||
+               !type.shape[k].is_static();
+    }
+    if (!fits)
+      throw Error(fmt::format("'{}' rebuilt: {} makes {} where value '{}' is {}", name, op_type,
+                              type.str(), source_.value(as).name, declared.str()),
+                  Error::Kind::Unsupported);
     emit(std::move(node), {as});
     return map_[as];
   }

@@ -35,8 +35,9 @@ class GraphRebuild {
   // values `as` (their names, types and symbolic values).
   void emit(Node node, const std::vector<ValueId>& as);
   // Adds a node of op-table op `op_type` typed by inference and returns its one output: a value
-  // standing for the source value `as` when given (Error (Internal) when inference disagrees
-  // with its type), else a new value named after `name`.
+  // standing for the source value `as` when given, with that value's type (Error (Unsupported)
+  // naming both when inference gives another dtype or rank, or another extent of a dim both know),
+  // else a new value named after `name`.
   ValueId op(const std::string& op_type, std::vector<ValueId> inputs, AttrList attrs,
              const std::string& name, ValueId as = kNoValue);
   // A weight of the new graph named after `base`, with a name neither graph has.

@@ -2,6 +2,7 @@
 // Resize's meaning along each axis, shared by the interpreter's kernel (ir/ops/resize.cpp) and
 // generated code (codegen/printer_index_ops.cpp), so that both map output coordinates to the
 // same input coordinates.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -36,5 +37,9 @@ ResizeModes resize_modes(const OpContext& ctx);
 // size when scales are given.
 double source_coordinate(const std::string& mode, double x, double scale, int64_t in, int64_t out,
                          double roi_start, double roi_end);
+
+// Cubic mode: the weights of the four input elements floor(x) - 1 .. floor(x) + 2 around input
+// coordinate x, where t = x - floor(x), under cubic_coeff_a `a` (Keys' cubic convolution).
+std::array<double, 4> cubic_weights(double t, double a);
 
 }  // namespace eqfuse::ir

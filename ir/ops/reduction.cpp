@@ -368,7 +368,12 @@ std::vector<Tensor> kernel_arg(const OpContext& ctx, bool is_max) {
       double bv = xs[static_cast<size_t>(o * len * inner + i)];
       for (int64_t k = 1; k < len; ++k) {
         double v = xs[static_cast<size_t>((o * len + k) * inner + i)];
-        bool better = is_max ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv);
+        // A NaN is the extreme of either op, as numpy's argmax and argmin (ONNX's reference)
+        // take it: the first NaN, or the last with select_last_index.
+        const bool v_nan = std::isnan(v), b_nan = std::isnan(bv);
+        const bool better = v_nan || b_nan ? v_nan && (!b_nan || last)
+                            : is_max       ? (last ? v >= bv : v > bv)
+                                           : (last ? v <= bv : v < bv);
         if (better) {
           best = k;
           bv = v;

@@ -33,13 +33,6 @@ struct Tap {
   double weight;
 };
 
-std::vector<double> cubic_weights(double t, double A) {
-  double u = 1 - t;
-  return {((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A,
-          ((A + 2) * t - (A + 3)) * t * t + 1, ((A + 2) * u - (A + 3)) * u * u + 1,
-          ((A * (u + 1) - 5 * A) * (u + 1) + 8 * A) * (u + 1) - 4 * A};
-}
-
 // Taps for every output coordinate of one axis; an empty list marks a point outside the
 // crop (tf_crop_and_resize), which takes extrapolation_value.
 std::vector<std::vector<Tap>> axis_taps(const OpContext& ctx, int64_t in, int64_t out, double scale,
@@ -263,6 +256,13 @@ ResizeModes resize_modes(const OpContext& ctx) {
   if (legacy_form(ctx) && !ctx.has_attr("nearest_mode")) m.nearest = "floor";
   if (m.mode == "bilinear" || m.mode == "trilinear") m.mode = "linear";
   return m;
+}
+
+std::array<double, 4> cubic_weights(double t, double a) {
+  const double u = 1 - t;
+  return {((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
+          ((a + 2) * t - (a + 3)) * t * t + 1, ((a + 2) * u - (a + 3)) * u * u + 1,
+          ((a * (u + 1) - 5 * a) * (u + 1) + 8 * a) * (u + 1) - 4 * a};
 }
 
 double source_coordinate(const std::string& mode, double x, double scale, int64_t in, int64_t out,

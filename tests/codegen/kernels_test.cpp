@@ -547,6 +547,13 @@ TEST_CASE(
     b.output(resize({1, 1, 2, 0.5f}, "linear", "half_pixel", "round_prefer_floor"));
     b.output(resize({1, 1, 1.7f, 2}, "linear", "align_corners", "round_prefer_floor"));
     b.output(resize({1, 1, 3, 1}, "linear", "pytorch_half_pixel", "round_prefer_floor"));
+    b.output(resize({1, 1, 2, 1.5f}, "cubic", "half_pixel", "round_prefer_floor"));
+    b.output(resize({1, 1, 0.7f, 2.5f}, "cubic", "align_corners", "round_prefer_floor"));
+    b.output(b.op("Resize", {x, ir::kNoValue, floats({1, 1, 2.5f, 1.6f})},
+                  {{"mode", std::string("cubic")},
+                   {"cubic_coeff_a", -0.5},
+                   {"exclude_outside", int64_t{1}},
+                   {"coordinate_transformation_mode", std::string("asymmetric")}}));
     b.output(resize({1, 1, 2, 2}, "linear", "tf_crop_and_resize", "round_prefer_floor",
                     {0, 0, 0.2f, -0.1f, 1, 1, 0.9f, 1.2f}));
     b.output(b.op("Resize",
@@ -602,10 +609,18 @@ TEST_CASE("row reductions: softmax, layer norm, reduce*, residual + layernorm") 
     ValueId ties = b.op(
         "Floor",
         {b.op("Mul", {x, b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {2.0f}))})});
-    for (const char* op : {"ArgMax", "ArgMin"})
-      for (int64_t last : {0, 1})
-        b.output(b.op(op, {ties},
-                      {{"axis", int64_t{-1}}, {"keepdims", last}, {"select_last_index", last}}));
+    // The same with NaNs where x < -0.9, the extreme of either op (as numpy's).
+    ValueId nans = b.op(
+        "Where",
+        {b.op("Less", {x, b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {-0.9f}))}),
+         b.constant(ir::Tensor::from_vector<float>(DType::f32, {},
+                                                   {std::numeric_limits<float>::quiet_NaN()})),
+         ties});
+    for (ValueId row : {ties, nans})
+      for (const char* op : {"ArgMax", "ArgMin"})
+        for (int64_t last : {0, 1})
+          b.output(b.op(op, {row},
+                        {{"axis", int64_t{-1}}, {"keepdims", last}, {"select_last_index", last}}));
     check_twin(std::move(b).finish(), {{5, cols}, {5, cols}, {cols}, {cols}, {5, 3, cols}});
   }
 }
@@ -1449,6 +1464,17 @@ TEST_CASE("f16 and bf16 models run in the twin: loads widen to float, stores rou
         "Reshape", {x, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {3}, {-1, 11, 1}))});
     b.output(b.op("BatchNormalization", {rows, channels("s", 0.5), channels("b", -0.4),
                                          channels("m", 0.1), channels("v", 0.6)}));
+    // InstanceNormalization's statistics in f32 (as its decomposition), each row's 11 values
+    // offset by 300 (a square of the 16-bit deviation would overflow f16 from 256).
+    ValueId planes = b.op(
+        "Reshape", {x, b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {3}, {1, -1, 11}))});
+    ir::Tensor offset(DType::f32, {});
+    offset.set(0, 300.0);
+    b.output(b.op(
+        "InstanceNormalization",
+        {b.op("Mul", {planes, b.weight("offset", offset.cast(t))}),
+         b.weight("in_s", ir::Tensor::from_vector<float>(DType::f32, {3}, {1, 2, 3}).cast(t)),
+         b.weight("in_b", ir::Tensor::from_vector<float>(DType::f32, {3}, {0, 1, -1}).cast(t))}));
     ir::Graph g = std::move(b).finish();
     std::vector<ir::Tensor> inputs = {random_tensor({3, 11}, 1).cast(t),
                                       random_tensor({11, 5}, 2).cast(t)};

@@ -173,4 +173,18 @@ TEST_CASE("stage costs: a producer recomputed under a broadcast is priced at eve
   CHECK(exp.flops > 0);
   CHECK(costs[0].flops == Approx(add.flops + 1000 * exp.flops));
   CHECK(costs[0].compute_seconds == Approx(add.compute_seconds + 1000 * exp.compute_seconds));
+
+  // A Concat evaluates each part at its own elements only: exp once an element.
+  GraphBuilder c;
+  ValueId a = c.input("a", DType::f32, {Dim::symbol("n"), Dim(1)});
+  ValueId rest = c.input("rest", DType::f32, {Dim::symbol("n"), Dim(999)});
+  c.output(c.op("Kernel", {a, rest}, {{"body", ir::AttrValue("(Concat :axis 1 (Exp ?0) ?1)")}}));
+  const codegen::KernelPlan joined = codegen::make_plan(std::move(c).finish());
+  const auto joined_costs = cost::stage_costs(
+      joined, codegen::stage_forms(joined, codegen::Target::Cuda), model_at(p, 64));
+  REQUIRE(joined_costs.size() == 1);
+  REQUIRE(joined.graph.nodes()[0].op_type == "Exp");
+  const cost::NodeCost once = model.node_cost(joined.graph, joined.graph.nodes()[0]);
+  const cost::NodeCost concat = model.node_cost(joined.graph, joined.graph.nodes()[1]);
+  CHECK(joined_costs[0].flops == Approx(concat.flops + once.flops));
 }

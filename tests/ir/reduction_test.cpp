@@ -79,6 +79,18 @@ TEST_CASE("ArgMax and ArgMin with keepdims and select_last_index", "[fast]") {
   CHECK(vals(run1("ArgMax", {x})) == std::vector<double>{1, 0, 0});
 }
 
+TEST_CASE("ArgMax and ArgMin take a NaN as the extreme, as numpy does", "[fast]") {
+  const double nan = std::nan("");
+  Tensor x = f32({2, 4}, {1, nan, 3, nan, 2, 9, -4, 0});
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    INFO(op);
+    CHECK(vals(run1(op, {x}, attrs({{"axis", int64_t{1}}, {"keepdims", int64_t{0}}}))) ==
+          std::vector<double>{1, std::string(op) == "ArgMax" ? 1.0 : 2.0});
+    CHECK(vals(run1(op, {x}, attrs({{"axis", int64_t{1}}, {"select_last_index", int64_t{1}}}))) ==
+          std::vector<double>{3, std::string(op) == "ArgMax" ? 1.0 : 2.0});
+  }
+}
+
 TEST_CASE("Softmax and LogSoftmax along an axis, stable for large inputs", "[fast]") {
   Tensor x = f32({2, 2}, {0, std::log(3.0), 1000, 1000});
   Tensor y = run1("Softmax", {x});
