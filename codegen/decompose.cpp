@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "ir/op_table.h"
 #include "ir/rebuild.h"
@@ -60,17 +61,18 @@ void split_into_slices(GraphRebuild& r, const Node& n, int64_t axis) {
   }
 }
 
-// (x - mean) · 1/sqrt(var + eps) over `axes` (kept as dims of 1), each statistic of the stash
-// type: the value Normalized, and the statistics as the node's outputs `mean_as` and `inv_as`
+// (x - mean) · 1/sqrt(var + eps) over `axes` (kept as dims of 1), computed in the stash type and
+// returned in dtype `out`; the statistics stand for the node's outputs `mean_as` and `inv_as`
 // where those are given.
-struct Normalized {
-  ValueId normalized, mean, inv;
-};
-Normalized normalize(GraphRebuild& r, const std::string& name, ValueId x, DType stash,
-                     const std::vector<int64_t>& axes, double eps, ValueId mean_as = kNoValue,
-                     ValueId inv_as = kNoValue) {
-  if (r.graph().value(x).type.dtype != stash)
-    x = r.op("Cast", {x}, {{"to", int64_t{ir::onnx_dtype_code(stash)}}}, name + "_stash");
+ValueId normalize(GraphRebuild& r, const std::string& name, ValueId x, DType stash, DType out,
+                  const std::vector<int64_t>& axes, double eps, ValueId mean_as = kNoValue,
+                  ValueId inv_as = kNoValue) {
+  auto cast = [&](ValueId v, DType to, const char* what) {
+    return r.graph().value(v).type.dtype == to
+               ? v
+               : r.op("Cast", {v}, {{"to", int64_t{ir::onnx_dtype_code(to)}}}, name + what);
+  };
+  x = cast(x, stash, "_stash");
   const AttrList over = {{"axes", axes}, {"keepdims", int64_t{1}}};
   const ValueId mean = r.op("ReduceMean", {x}, over, name + "_mean", mean_as);
   const ValueId d = r.op("Sub", {x, mean}, {}, name + "_centered");
@@ -82,7 +84,7 @@ Normalized normalize(GraphRebuild& r, const std::string& name, ValueId x, DType 
       r.op("Add", {var, r.constant(name + "_epsilon", std::move(e))}, {}, name + "_shifted");
   const ValueId inv = r.op("Reciprocal", {r.op("Sqrt", {shifted}, {}, name + "_deviation")}, {},
                            name + "_inv_deviation", inv_as);
-  return {r.op("Mul", {d, inv}, {}, name + "_normalized"), mean, inv};
+  return cast(r.op("Mul", {d, inv}, {}, name + "_normalized"), out, "_cast");
 }
 
 bool read(const std::vector<std::vector<NodeId>>& consumers, const std::set<ValueId>& outputs,
@@ -107,11 +109,8 @@ bool layer_norm_with_statistics(GraphRebuild& r, const Node& n,
   for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
   const DType stash = n.attrs.get_int("stash_type", 1) == 11 ? DType::f64 : DType::f32;
   auto as = [&](size_t k) { return read(consumers, outputs, n, k) ? n.outputs[k] : kNoValue; };
-  const Normalized s = normalize(r, n.name, r(n.inputs[0]), stash, axes,
-                                 n.attrs.get_float("epsilon", 1e-5), as(1), as(2));
-  ValueId y = s.normalized;
-  if (x.dtype != stash)
-    y = r.op("Cast", {y}, {{"to", int64_t{ir::onnx_dtype_code(x.dtype)}}}, n.name + "_cast");
+  ValueId y = normalize(r, n.name, r(n.inputs[0]), stash, x.dtype, axes,
+                        n.attrs.get_float("epsilon", 1e-5), as(1), as(2));
   const bool bias = n.inputs.size() > 2 && n.inputs[2] != kNoValue;
   y = r.op("Mul", {y, r(n.inputs[1])}, {}, n.name + "_scaled", bias ? kNoValue : n.outputs[0]);
   if (bias) r.op("Add", {y, r(n.inputs[2])}, {}, n.name, n.outputs[0]);
@@ -131,12 +130,8 @@ bool instance_norm(GraphRebuild& r, const Node& n) {
   // Statistics of 16-bit planes in f32, as LayerNormalization's stash (the interpreter's are in
   // double); the normalized plane is rounded back before the scale and bias.
   const DType stash = x.dtype == DType::f64 ? DType::f64 : DType::f32;
-  ValueId normalized =
-      normalize(r, n.name, r(n.inputs[0]), stash, axes, n.attrs.get_float("epsilon", 1e-5))
-          .normalized;
-  if (x.dtype != stash)
-    normalized = r.op("Cast", {normalized}, {{"to", int64_t{ir::onnx_dtype_code(x.dtype)}}},
-                      n.name + "_cast");
+  const ValueId normalized = normalize(r, n.name, r(n.inputs[0]), stash, x.dtype, axes,
+                                       n.attrs.get_float("epsilon", 1e-5));
   // The per-channel vectors [C] as [C, 1, ...], broadcasting over each plane.
   auto per_channel = [&](size_t k, const char* what) {
     return r.op("Reshape", {r(n.inputs[k]), i64_constant(r, n.name + "_channels", channel_shape)},

@@ -70,10 +70,8 @@ std::string Writer::body_arg_reduce(const Stage& s) {
   // index) pairs (eqf_warp_arg, eqf_block_arg).
   const std::string ct = compute_type({type(in).dtype}), best = fresh("best"), at = fresh("at");
   const ir::Dim& extent = type(in).shape[size_t(axis)];
-  warp_rows_ = target_ == Target::Cuda && size_t(axis) + 1 == r &&
-               (ct == "float" || ct == "double") && (!extent.is_static() || extent.value() >= 32);
-  if (warp_rows_ && extent.is_static() && extent.value() > kMaxCachedRow)
-    block_rows_ = block_items_ = true;
+  choose_row_threads(size_t(axis) + 1 == r, ct,
+                     extent.is_static() ? std::optional<int64_t>(extent.value()) : std::nullopt);
   line(fmt::format("{} {} = 0;", ct, best));
   line(fmt::format("int64_t {} = -1;", at));
   open(row_loop(j, dim(in, size_t(axis))));
@@ -156,10 +154,7 @@ std::string Writer::body_reduce(const Stage& s) {
                                                                      type(in).shape.dims().end()))
                                           .numel())
              : std::nullopt;
-  warp_rows_ = target_ == Target::Cuda && suffix && (ct == "float" || ct == "double") &&
-               (!static_count || *static_count >= 32);
-  if (warp_rows_ && static_count && *static_count > kMaxCachedRow)
-    block_rows_ = block_items_ = true;
+  choose_row_threads(suffix, ct, static_count);
   std::vector<std::string> row_dims;
   std::vector<bool> row_one;
   for (size_t k : loops) {

@@ -458,6 +458,15 @@ class Writer {
     return fmt::format("for (int64_t {} = {}; {} < {}; {} += {})", j,
                        block_rows_ ? "threadIdx.x" : "lane", j, extent, j, row_stride());
   }
+  // Reduce* and ArgMax/ArgMin: on CUDA, where the reduced elements are a row of consecutive ones
+  // (`row`) of compute type float or double, a warp takes each output if the row has at least a
+  // warp's width or a run-time extent (`extent` where static), a block if it is static and over
+  // kMaxCachedRow; elsewhere a thread takes each output.
+  void choose_row_threads(bool row, const std::string& ct, std::optional<int64_t> extent) {
+    warp_rows_ = target_ == Target::Cuda && row && (ct == "float" || ct == "double") &&
+                 (!extent || *extent >= 32);
+    if (warp_rows_ && extent && *extent > kMaxCachedRow) block_rows_ = block_items_ = true;
+  }
   void row_combine(const char* how, const std::string& var) {
     if (warp_rows_)
       line(fmt::format("{} = eqf_{}_{}({});", var, block_rows_ ? "block" : "warp", how, var));

@@ -3,7 +3,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 
 #include "codegen/lowering.h"

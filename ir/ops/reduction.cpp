@@ -369,7 +369,8 @@ std::vector<Tensor> kernel_arg(const OpContext& ctx, bool is_max) {
       for (int64_t k = 1; k < len; ++k) {
         double v = xs[static_cast<size_t>((o * len + k) * inner + i)];
         // A NaN is the extreme of either op, as numpy's argmax and argmin (ONNX's reference)
-        // take it: the first NaN, or the last with select_last_index.
+        // take it: the first NaN, or the last with select_last_index (generated code's
+        // eqf_arg_wins states the same rule in C).
         const bool v_nan = std::isnan(v), b_nan = std::isnan(bv);
         const bool better = v_nan || b_nan ? v_nan && (!b_nan || last)
                             : is_max       ? (last ? v >= bv : v > bv)
