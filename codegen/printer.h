@@ -61,7 +61,10 @@
 //                       |                                      | fastest timed at the first
 //                       |                                      | run, checked against the
 //                       |                                      | kernels
-//   tile vectors        | 32 bytes with AVX, else 16 (#if)     | -
+//   tile vectors        | 64 bytes with AVX-512 (a conv: 32    | -
+//                       | where a row fits them better or its  |
+//                       | loads are gathered), 32 with AVX,    |
+//                       | else 16 (#if)                        |
 //   math functions      | <math.h>                             | CUDA's device math
 //
 // f16 and bf16 buffers (a model's own, or --precision's) hold `eqf_f16`/`eqf_bf16`, 16-bit types

@@ -348,64 +348,69 @@ std::string Writer::body_conv_tiles(const Stage& s) {
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
     for (int64_t k = 0; k < mb; ++k)
       bias[size_t(k)] = "(" + ct + ")" + elem(n.inputs[2], Index{iadd("m0", std::to_string(k))});
-  vector_variants(ct, [&](int lanes) {
-    open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, lanes));
-    line(fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", OW, lanes, OW, lanes));
-    for (int64_t k = 0; k < mb; ++k)
-      line(fmt::format("vec acc{} = (vec){{}} + {};", k, bias[size_t(k)]));
-    // Inside: the first tap of the first output and the last tap of the last lie in the row.
-    line(fmt::format(
-        "const bool inside = qb == {} && q0 * {} - {} >= 0 && (q0 + {}) * {} - {} + {} < {};",
-        lanes, sw, pw, lanes - 1, sw, pw, (kw_size - 1) * dw, W));
-    auto reduction = [&](bool inside) {
-      open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
-      line(fmt::format("const {}* xc = xg + c * {} * {};", buffer_type(x), H, W));
-      line(fmt::format("const {}* wc = wm + c * {};", buffer_type(w), taps));
-      open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kh_size));
-      line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], sh, ph, dh));
-      line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
-      line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
-      open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kw_size));
-      line(fmt::format("const int64_t off = q0 * {} - {} + kw * {};", sw, pw, dw));
-      if (inside && sw == 1 && buffer_type(x) == ct) {
-        line("vec xv; memcpy(&xv, xr + off, sizeof(vec));");
-      } else {
-        std::string elements;
-        for (int u = 0; u < lanes; ++u) {
-          std::string p = fmt::format("off + {}", int64_t(u) * sw);
-          elements += (u ? ", " : "") +
-                      (inside ? fmt::format("({})xr[{}]", ct, p)
-                              : fmt::format("({} < qb && {} >= 0 && {} < {} ? ({})xr[{}] : ({})0)",
-                                            u, p, p, W, ct, p, ct));
+  vector_variants(
+      ct,
+      [&](int lanes) {
+        open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, lanes));
+        line(fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", OW, lanes, OW, lanes));
+        for (int64_t k = 0; k < mb; ++k)
+          line(fmt::format("vec acc{} = (vec){{}} + {};", k, bias[size_t(k)]));
+        // Inside: the first tap of the first output and the last tap of the last lie in the row.
+        line(fmt::format(
+            "const bool inside = qb == {} && q0 * {} - {} >= 0 && (q0 + {}) * {} - {} + {} < {};",
+            lanes, sw, pw, lanes - 1, sw, pw, (kw_size - 1) * dw, W));
+        auto reduction = [&](bool inside) {
+          open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
+          line(fmt::format("const {}* xc = xg + c * {} * {};", buffer_type(x), H, W));
+          line(fmt::format("const {}* wc = wm + c * {};", buffer_type(w), taps));
+          open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kh_size));
+          line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], sh, ph, dh));
+          line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
+          line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
+          open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kw_size));
+          line(fmt::format("const int64_t off = q0 * {} - {} + kw * {};", sw, pw, dw));
+          if (inside && sw == 1 && buffer_type(x) == ct) {
+            line("vec xv; memcpy(&xv, xr + off, sizeof(vec));");
+          } else {
+            std::string elements;
+            for (int u = 0; u < lanes; ++u) {
+              std::string p = fmt::format("off + {}", int64_t(u) * sw);
+              elements +=
+                  (u ? ", " : "") +
+                  (inside ? fmt::format("({})xr[{}]", ct, p)
+                          : fmt::format("({} < qb && {} >= 0 && {} < {} ? ({})xr[{}] : ({})0)", u,
+                                        p, p, W, ct, p, ct));
+            }
+            line(fmt::format("const vec xv = {{{}}};", elements));
+          }
+          for (int64_t k = 0; k < mb; ++k)
+            line(fmt::format("acc{} += ({})wc[{} + kh * {} + kw] * xv;", k, ct,
+                             imul(std::to_string(k), imul(Cg, std::to_string(taps))), kw_size));
+          close();
+          close();
+          close();
+        };
+        open("if (inside)");
+        reduction(true);
+        close();
+        open("else");
+        reduction(false);
+        close();
+        // Each channel's elements stored (and their epilogue computed) by a loop, not unrolled.
+        for (int64_t k = 0; k < mb; ++k) {
+          std::string u = fresh("u"), e = fresh("e");
+          line(fmt::format("{} {}[{}];", ct, e, lanes));  // see body_matmul_rows
+          line(fmt::format("memcpy({}, &acc{}, sizeof(vec));", e, k));
+          open(fmt::format("for (int {} = 0; {} < qb; ++{})", u, u, u));
+          std::string m = iadd("m0", std::to_string(k));
+          Index at = {r[0], m, r[2], fmt::format("(q0 + {})", u)};
+          store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));
+          close();
         }
-        line(fmt::format("const vec xv = {{{}}};", elements));
-      }
-      for (int64_t k = 0; k < mb; ++k)
-        line(fmt::format("acc{} += ({})wc[{} + kh * {} + kw] * xv;", k, ct,
-                         imul(std::to_string(k), imul(Cg, std::to_string(taps))), kw_size));
-      close();
-      close();
-      close();
-    };
-    open("if (inside)");
-    reduction(true);
-    close();
-    open("else");
-    reduction(false);
-    close();
-    // Each channel's elements stored (and their epilogue computed) by a loop, not unrolled.
-    for (int64_t k = 0; k < mb; ++k) {
-      std::string u = fresh("u"), e = fresh("e");
-      line(fmt::format("{} {}[{}];", ct, e, lanes));  // see body_matmul_rows
-      line(fmt::format("memcpy({}, &acc{}, sizeof(vec));", e, k));
-      open(fmt::format("for (int {} = 0; {} < qb; ++{})", u, u, u));
-      std::string m = iadd("m0", std::to_string(k));
-      Index at = {r[0], m, r[2], fmt::format("(q0 + {})", u)};
-      store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));
-      close();
-    }
-    close();
-  });
+        close();
+      },
+      type(out).shape[3].is_static() ? std::optional(type(out).shape[3].value()) : std::nullopt,
+      /*wide=*/mb > 1 && sw == 1);
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
 }
 

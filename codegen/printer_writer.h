@@ -697,12 +697,26 @@ class Writer {
   }
   // The work of one item of the row forms (body_matmul_rows, body_conv_tiles); "" otherwise.
   std::string row_work_;
-  // Prints `emit(lanes)` twice, for 32-byte vectors where the target has AVX and 16-byte ones
-  // (SSE, NEON) elsewhere: a vector wider than the target's registers would live in memory.
-  // `lanes` is how many elements of `ct` one vector holds; `emit` declares the type `vec`.
-  void vector_variants(const std::string& ct, const std::function<void(int)>& emit) {
+  // Prints `emit(lanes)` three times, for 64-byte vectors where the target has AVX-512,
+  // 32-byte ones where it has AVX and 16-byte ones (SSE, NEON) elsewhere: a vector wider than the
+  // target's registers would live in memory. `lanes` is how many elements of `ct` one vector
+  // holds; `emit` declares the type `vec`. With AVX-512, a body that is not `wide` (its loads
+  // gathered element by element), or a static `row` that 32-byte vectors cover with fewer idle
+  // lanes (a row of 7 or 56), takes 32 bytes.
+  void vector_variants(const std::string& ct, const std::function<void(int)>& emit,
+                       std::optional<int64_t> row = std::nullopt, bool wide = true) {
     const int bytes = ct == "double" || ct == "int64_t" ? 8 : 4;
-    line("#if defined(__AVX__)");
+    auto idle = [&](int vector_bytes) {
+      const int64_t lanes = vector_bytes / bytes;
+      return row ? (*row + lanes - 1) / lanes * lanes - *row : 0;
+    };
+    const int avx512_bytes = wide && idle(64) <= idle(32) ? 64 : 32;
+    line("#if defined(__AVX512F__)");
+    open("");
+    line(fmt::format("typedef {} vec __attribute__((vector_size({})));", ct, avx512_bytes));
+    emit(avx512_bytes / bytes);
+    close();
+    line("#elif defined(__AVX__)");
     open("");
     line(fmt::format("typedef {} vec __attribute__((vector_size(32)));", ct));
     emit(32 / bytes);
