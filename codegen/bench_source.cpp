@@ -375,6 +375,14 @@ int main(int argc, char** argv) {
     min_ms = std::min(min_ms, ms);
     run_ms.push_back(ms);
   }
+  // Per stage: the mean of `runs` profiled runs (the clock between stages).
+  std::vector<float> stage_ms(size_t(eqfuse_num_stages()), 0.0f), one(stage_ms.size());
+  for (int r = 0; r < runs; ++r) {
+    if (eqfuse_profile(dims.data(), in_ptrs.data(), out_ptrs.data(), weights.data(), arena_ptr, one.data()))
+      fail("eqfuse_profile failed");
+    for (size_t k = 0; k < stage_ms.size(); ++k) stage_ms[k] += one[k] / float(runs);
+  }
+  for (size_t k = 0; k < stage_ms.size(); ++k) stages_json += (k ? ", " : "") + std::to_string(stage_ms[k]);
   const char* target = "cpu";
 #endif
 

@@ -386,6 +386,9 @@ void Writer::begin_body() {
 
 void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const Stage& s = plan_.stages[index];
+  // The C++ twin times each stage from the clock when profiling (CUDA records events below).
+  if (target_ == Target::Cpu)
+    calls += fmt::format("  if (prof) prof[{}] = eqf_clock_ms();\n", index);
   // Printed inside the contraction before it, or a Concat or layout copy its producers stored.
   if (lt_fallback_ == index) {  // computed by the cuBLASLt call before it, else its kernel
     lt_fallback_.reset();
@@ -960,7 +963,12 @@ std::string kernel_api_text(Target target) {
             "extern \"C\" int eqfuse_profile(const int64_t* dims, const void* const* inputs,\n"
             "                                void* const* outputs, const void* weights, void* "
             "arena,\n                                void* stream, float* stage_ms);\n"
-          : "");
+          : "// The same run with each stage timed (the clock): stage_ms gets one time per "
+            "stage.\n"
+            "extern \"C\" int eqfuse_num_stages(void);\n"
+            "extern \"C\" int eqfuse_profile(const int64_t* dims, const void* const* inputs,\n"
+            "                                void* const* outputs, const void* weights, void* "
+            "arena,\n                                float* stage_ms);\n");
 }
 
 namespace {
@@ -1028,9 +1036,12 @@ HostedCuda print_units(const KernelPlan& plan, Target target, bool hosted, bool 
         "cudaEvent_t* prof) {\n";
   else
     text +=
-        "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
-        "                            void* const* outputs, const void* weights, void* arena" +
-        stream + ") {\n";
+        "#include <chrono>\n\nstatic double eqf_clock_ms(void) {\n"
+        "  return std::chrono::duration<double, std::milli>(\n"
+        "             std::chrono::steady_clock::now().time_since_epoch())\n      .count();\n}\n\n"
+        "// With `prof` (stages + 1 entries), the clock is read before each stage and at the end.\n"
+        "static int eqf_run(const int64_t* dims, const void* const* inputs, void* const* outputs,\n"
+        "                   const void* weights, void* arena, double* prof) {\n";
   text += "  (void)dims;\n  (void)inputs;\n  (void)outputs;\n  (void)weights;\n  (void)arena;\n";
   if (w.aligned_vectors) {  // every buffer 16-byte aligned, or no run
     std::string bits = "(uintptr_t)weights | (uintptr_t)arena";
@@ -1085,7 +1096,20 @@ HostedCuda print_units(const KernelPlan& plan, Target target, bool hosted, bool 
   }
   text += calls;
   if (target == Target::Cpu) {
-    text += "  return 0;\n}\n";
+    text += fmt::format(
+        "  if (prof) prof[{0}] = eqf_clock_ms();\n  return 0;\n}}\n\n"
+        "extern \"C\" int eqfuse_run(const int64_t* dims, const void* const* inputs,\n"
+        "                            void* const* outputs, const void* weights, void* arena) {{\n"
+        "  return eqf_run(dims, inputs, outputs, weights, arena, 0);\n}}\n\n"
+        "extern \"C\" int eqfuse_num_stages(void) {{ return {0}; }}\n\n"
+        "extern \"C\" int eqfuse_profile(const int64_t* dims, const void* const* inputs,\n"
+        "                                void* const* outputs, const void* weights, void* arena,\n"
+        "                                float* stage_ms) {{\n"
+        "  double t[{1}];\n"
+        "  int rc = eqf_run(dims, inputs, outputs, weights, arena, t);\n"
+        "  for (int k = 0; k < {0}; ++k) stage_ms[k] = (float)(t[k + 1] - t[k]);\n"
+        "  return rc;\n}}\n",
+        plan.stages.size(), plan.stages.size() + 1);
     return units;
   }
   if (hosted) {

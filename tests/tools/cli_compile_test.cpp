@@ -55,6 +55,18 @@ TEST_CASE("a compiled C++ tree builds alone and matches the test data", "[tools]
   auto b = build_and_bench(tree, example("mlp") / "test_data_set_0");
   CHECK(b["match"] == true);
   CHECK(b["checked"].size() == 1);
+  // A time per stage of the plan (eqfuse_profile), each a part of the run.
+  std::ifstream plan_file(tree / "plan.json");
+  const auto plan = nlohmann::json::parse(plan_file);
+  size_t stages = 0;
+  for (const auto& k : plan["kernels"]) stages += k["stages"].size();
+  REQUIRE(b["stage_ms"].size() == stages);
+  double total = 0;
+  for (const auto& ms : b["stage_ms"]) {
+    CHECK(ms.get<double>() >= 0);
+    total += ms.get<double>();
+  }
+  CHECK(total > 0);
 }
 
 TEST_CASE("a CUDA tree names each stage's form and prices each stage in it", "[tools][compile]") {
