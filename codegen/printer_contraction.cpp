@@ -141,7 +141,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
   };
   if (b_rows) {
     // Tiles of two vectors of columns by mb rows.
-    vector_variants(ct, [&](int lanes) {
+    vector_variants(ct, [&](int lanes, int) {
       const int vectors = 2, tile = vectors * lanes;
       auto acc = [](int64_t r, int h) { return fmt::format("acc{}_{}", r, h); };
       open(fmt::format("for (int64_t n0 = 0; n0 < {}; n0 += {})", N, tile));
@@ -331,6 +331,7 @@ std::string Writer::body_conv_tiles(const Stage& s) {
   int64_t mb = kTileAccumulators;
   while (mg % mb != 0) mb /= 2;
   const int64_t taps = kh_size * kw_size;
+  const int64_t cg_taps = type(w).shape[1].value() * taps;  // products each output sums
   const int64_t sh = win[0].stride, ph = win[0].pad_begin, dh = win[0].dilation;
   const int64_t sw = win[1].stride, pw = win[1].pad_begin, dw = win[1].dilation;
   std::string ct = compute_type({type(out).dtype});
@@ -348,69 +349,112 @@ std::string Writer::body_conv_tiles(const Stage& s) {
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
     for (int64_t k = 0; k < mb; ++k)
       bias[size_t(k)] = "(" + ct + ")" + elem(n.inputs[2], Index{iadd("m0", std::to_string(k))});
+  // One step along the row: `nv` vectors of `lanes` outputs from q0, each output channel's sums
+  // in registers, so that the channels' weights are read once per step.
+  auto step = [&](int lanes, int64_t nv) {
+    const int64_t span = nv * lanes;
+    auto acc = [](int64_t k, int64_t v) { return fmt::format("acc{}_{}", k, v); };
+    line(fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", OW, span, OW, span));
+    for (int64_t k = 0; k < mb; ++k)
+      for (int64_t v = 0; v < nv; ++v)
+        line(fmt::format("vec {} = (vec){{}} + {};", acc(k, v), bias[size_t(k)]));
+    // Inside: the first tap of the first output and the last tap of the last lie in the row.
+    line(fmt::format(
+        "const bool inside = qb == {} && q0 * {} - {} >= 0 && (q0 + {}) * {} - {} + {} < {};", span,
+        sw, pw, span - 1, sw, pw, (kw_size - 1) * dw, W));
+    auto reduction = [&](bool inside) {
+      open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
+      line(fmt::format("const {}* xc = xg + c * {} * {};", buffer_type(x), H, W));
+      line(fmt::format("const {}* wc = wm + c * {};", buffer_type(w), taps));
+      open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kh_size));
+      line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], sh, ph, dh));
+      line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
+      line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
+      open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kw_size));
+      line(fmt::format("const int64_t off = q0 * {} - {} + kw * {};", sw, pw, dw));
+      for (int64_t v = 0; v < nv; ++v) {
+        if (inside && sw == 1 && buffer_type(x) == ct) {
+          line(
+              fmt::format("vec xv{}; memcpy(&xv{}, xr + off + {}, sizeof(vec));", v, v, v * lanes));
+          continue;
+        }
+        std::string elements;
+        for (int u = 0; u < lanes; ++u) {
+          const int64_t q = v * lanes + u;
+          std::string p = fmt::format("off + {}", q * sw);
+          elements += (u ? ", " : "") +
+                      (inside ? fmt::format("({})xr[{}]", ct, p)
+                              : fmt::format("({} < qb && {} >= 0 && {} < {} ? ({})xr[{}] : ({})0)",
+                                            q, p, p, W, ct, p, ct));
+        }
+        line(fmt::format("const vec xv{} = {{{}}};", v, elements));
+      }
+      for (int64_t k = 0; k < mb; ++k) {
+        std::string wk =
+            fmt::format("({})wc[{} + kh * {} + kw]", ct,
+                        imul(std::to_string(k), imul(Cg, std::to_string(taps))), kw_size);
+        for (int64_t v = 0; v < nv; ++v) line(fmt::format("{} += {} * xv{};", acc(k, v), wk, v));
+      }
+      close();
+      close();
+      close();
+    };
+    open("if (inside)");
+    reduction(true);
+    close();
+    open("else");
+    reduction(false);
+    close();
+    // Each channel's elements stored (and their epilogue computed) by a loop, not unrolled.
+    for (int64_t k = 0; k < mb; ++k)
+      for (int64_t v = 0; v < nv; ++v) {
+        std::string u = fresh("u"), e = fresh("e");
+        line(fmt::format("{} {}[{}];", ct, e, lanes));  // see body_matmul_rows
+        line(fmt::format("memcpy({}, &{}, sizeof(vec));", e, acc(k, v)));
+        // The loop's count computed first: a loop with two exits stays scalar.
+        std::string count = fresh("nu");
+        line(fmt::format("const int64_t {} = qb - {} < {} ? qb - {} : {};", count, v * lanes, lanes,
+                         v * lanes, lanes));
+        open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, count, u));
+        Index at = {r[0], iadd("m0", std::to_string(k)), r[2],
+                    fmt::format("(q0 + {})", iadd(std::to_string(v * lanes), u))};
+        store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));
+        close();
+      }
+  };
+  const std::optional<int64_t> row =
+      type(out).shape[3].is_static() ? std::optional(type(out).shape[3].value()) : std::nullopt;
   vector_variants(
       ct,
-      [&](int lanes) {
-        open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, lanes));
-        line(fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", OW, lanes, OW, lanes));
-        for (int64_t k = 0; k < mb; ++k)
-          line(fmt::format("vec acc{} = (vec){{}} + {};", k, bias[size_t(k)]));
-        // Inside: the first tap of the first output and the last tap of the last lie in the row.
-        line(fmt::format(
-            "const bool inside = qb == {} && q0 * {} - {} >= 0 && (q0 + {}) * {} - {} + {} < {};",
-            lanes, sw, pw, lanes - 1, sw, pw, (kw_size - 1) * dw, W));
-        auto reduction = [&](bool inside) {
-          open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
-          line(fmt::format("const {}* xc = xg + c * {} * {};", buffer_type(x), H, W));
-          line(fmt::format("const {}* wc = wm + c * {};", buffer_type(w), taps));
-          open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kh_size));
-          line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], sh, ph, dh));
-          line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
-          line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
-          open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kw_size));
-          line(fmt::format("const int64_t off = q0 * {} - {} + kw * {};", sw, pw, dw));
-          if (inside && sw == 1 && buffer_type(x) == ct) {
-            line("vec xv; memcpy(&xv, xr + off, sizeof(vec));");
-          } else {
-            std::string elements;
-            for (int u = 0; u < lanes; ++u) {
-              std::string p = fmt::format("off + {}", int64_t(u) * sw);
-              elements +=
-                  (u ? ", " : "") +
-                  (inside ? fmt::format("({})xr[{}]", ct, p)
-                          : fmt::format("({} < qb && {} >= 0 && {} < {} ? ({})xr[{}] : ({})0)", u,
-                                        p, p, W, ct, p, ct));
-            }
-            line(fmt::format("const vec xv = {{{}}};", elements));
-          }
-          for (int64_t k = 0; k < mb; ++k)
-            line(fmt::format("acc{} += ({})wc[{} + kh * {} + kw] * xv;", k, ct,
-                             imul(std::to_string(k), imul(Cg, std::to_string(taps))), kw_size));
+      [&](int lanes, int accumulators) {
+        // Steps of as many vectors as the register tile holds along a static row, then the rest
+        // of the row; one vector a step where a channel has no weights to share (depthwise), or
+        // where each output sums fewer than kSharedReduction products (measured slower: the
+        // stores, not the sums, take the time there).
+        int64_t nv = 1, vectors = 0;
+        if (row) {
+          vectors = (*row + lanes - 1) / lanes;
+          if (mb > 1 && cg_taps >= kSharedReduction)
+            nv = std::min(vectors, std::max<int64_t>(1, accumulators / mb));
+        }
+        if (nv == 1) {
+          open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, lanes));
+          step(lanes, 1);
           close();
-          close();
-          close();
-        };
-        open("if (inside)");
-        reduction(true);
+          return;
+        }
+        const int64_t full = vectors / nv, rest = vectors % nv;
+        open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", full * nv * lanes, nv * lanes));
+        step(lanes, nv);
         close();
-        open("else");
-        reduction(false);
-        close();
-        // Each channel's elements stored (and their epilogue computed) by a loop, not unrolled.
-        for (int64_t k = 0; k < mb; ++k) {
-          std::string u = fresh("u"), e = fresh("e");
-          line(fmt::format("{} {}[{}];", ct, e, lanes));  // see body_matmul_rows
-          line(fmt::format("memcpy({}, &acc{}, sizeof(vec));", e, k));
-          open(fmt::format("for (int {} = 0; {} < qb; ++{})", u, u, u));
-          std::string m = iadd("m0", std::to_string(k));
-          Index at = {r[0], m, r[2], fmt::format("(q0 + {})", u)};
-          store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));
+        if (rest > 0) {
+          open("");
+          line(fmt::format("const int64_t q0 = {};", full * nv * lanes));
+          step(lanes, rest);
           close();
         }
-        close();
       },
-      type(out).shape[3].is_static() ? std::optional(type(out).shape[3].value()) : std::nullopt,
-      /*wide=*/mb > 1 && sw == 1);
+      row, /*wide=*/mb > 1 && sw == 1);
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
 }
 

@@ -108,7 +108,11 @@ inline std::string iadd(const std::string& a, const std::string& b) {
 // The C++ twin's register tiles: sums that stay in registers, in vectors of the compilers'
 // vector extension, as wide as the target's registers (vector_variants).
 inline constexpr int kTileAccumulators = 8;  // vector accumulators per tile (of 16 registers)
-inline constexpr int kAttentionWarps = 8;    // CUDA attention: query rows per item, a warp each
+inline constexpr int kTileAccumulatorsAvx512 = 16;  // the same of AVX-512's 32 registers
+// A twin convolution shares its weights across several vectors of a row where each output sums
+// at least this many products (body_conv_tiles).
+inline constexpr int64_t kSharedReduction = 64;
+inline constexpr int kAttentionWarps = 8;  // CUDA attention: query rows per item, a warp each
 static_assert(kAttentionWarps * 32 == 256, "an attention item is one block of the launch's 256");
 // CUDA attention on tensor cores (body_attention_mma): each of an item's 8 warps takes 16 query
 // rows; the keys come in blocks of kMmaKeys. Q's depth and V's width, padded to whole steps of
@@ -703,7 +707,7 @@ class Writer {
   // holds; `emit` declares the type `vec`. With AVX-512, a body that is not `wide` (its loads
   // gathered element by element), or a static `row` that 32-byte vectors cover with fewer idle
   // lanes (a row of 7 or 56), takes 32 bytes.
-  void vector_variants(const std::string& ct, const std::function<void(int)>& emit,
+  void vector_variants(const std::string& ct, const std::function<void(int, int)>& emit,
                        std::optional<int64_t> row = std::nullopt, bool wide = true) {
     const int bytes = ct == "double" || ct == "int64_t" ? 8 : 4;
     auto idle = [&](int vector_bytes) {
@@ -714,17 +718,17 @@ class Writer {
     line("#if defined(__AVX512F__)");
     open("");
     line(fmt::format("typedef {} vec __attribute__((vector_size({})));", ct, avx512_bytes));
-    emit(avx512_bytes / bytes);
+    emit(avx512_bytes / bytes, kTileAccumulatorsAvx512);
     close();
     line("#elif defined(__AVX__)");
     open("");
     line(fmt::format("typedef {} vec __attribute__((vector_size(32)));", ct));
-    emit(32 / bytes);
+    emit(32 / bytes, kTileAccumulators);
     close();
     line("#else");
     open("");
     line(fmt::format("typedef {} vec __attribute__((vector_size(16)));", ct));
-    emit(16 / bytes);
+    emit(16 / bytes, kTileAccumulators);
     close();
     line("#endif");
   }
