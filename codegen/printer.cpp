@@ -512,7 +512,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
         break;
       }
       case StageKind::Pool:
-        items = body_pool(s);
+        items = target_ == Target::Cpu && rank(g_.node(s.node).inputs[0]) == 4 ? body_pool_rows(s)
+                                                                               : body_pool(s);
         break;
       case StageKind::Attention:
         items = body_attention(s);

@@ -475,4 +475,70 @@ std::string Writer::body_pool(const Stage& s) {
   return numel(out);
 }
 
+std::string Writer::body_pool_rows(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId x = n.inputs[0], out = s.output;
+  auto kernel = ctx.attr_ints("kernel_shape");
+  auto win = window_of(g_, n, kernel);
+  const bool is_max = n.op_type == "MaxPool";
+  const bool include_pad = !is_max && ctx.attr_int("count_include_pad") != 0;
+  Index r = decompose("i", {dim(out, 0), dim(out, 1), dim(out, 2)},
+                      {dim_is_one(out, 0), dim_is_one(out, 1), dim_is_one(out, 2)});
+  const std::string ct = compute_type({type(out).dtype});
+  const std::string OW = dim(out, 3), H = dim(x, 2), W = dim(x, 3);
+  const int64_t sw = win[1].stride;
+  row_work_ = imul(OW, std::to_string(kernel[0] * kernel[1]));
+  open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, kPoolChunk));
+  line(fmt::format("const int64_t qn = {} - q0 < {} ? {} - q0 : {};", OW, kPoolChunk, OW,
+                   kPoolChunk));
+  line(fmt::format("{} acc[{}];", ct, kPoolChunk));
+  if (is_max) {
+    line(fmt::format("for (int64_t u = 0; u < qn; ++u) acc[u] = ({})(-INFINITY);", ct));
+  } else {
+    line(fmt::format("int64_t cnt[{}];", kPoolChunk));
+    line("for (int64_t u = 0; u < qn; ++u) acc[u] = 0, cnt[u] = 0;");
+  }
+  // The taps in the element form's order (body_pool), so that each output sums the same
+  // elements in the same order.
+  open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kernel[0]));
+  line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], win[0].stride,
+                   win[0].pad_begin, win[0].dilation));
+  if (include_pad) line(fmt::format("if (ih >= {} + {}) continue;", H, win[0].pad_end));
+  open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kernel[1]));
+  line(fmt::format("const int64_t off = kw * {} - {};", win[1].dilation, win[1].pad_begin));
+  // Outputs q of the row whose tap (q * sw + off) lies in the row: [qlo, qhi).
+  line(fmt::format("const int64_t qlo = off >= 0 ? 0 : (-off + {}) / {};", sw - 1, sw));
+  line(
+      fmt::format("const int64_t qhi = {} - 1 - off < 0 ? 0 : ({} - 1 - off) / {} + 1;", W, W, sw));
+  line("const int64_t ulo = qlo - q0 > 0 ? qlo - q0 : 0;");
+  line("const int64_t uhi = qhi - q0 < qn ? qhi - q0 : qn;");
+  if (include_pad) {  // every tap before the end padding counts
+    line(fmt::format(
+        "const int64_t qpad = {} + {} - 1 - off < 0 ? 0 : ({} + {} - 1 - off) / {} + 1;", W,
+        win[1].pad_end, W, win[1].pad_end, sw));
+    line("for (int64_t u = 0; u < qn && u < qpad - q0; ++u) ++cnt[u];");
+  }
+  open(fmt::format("if (ih >= 0 && ih < {})", H));
+  line("#pragma omp simd");
+  open("for (int64_t u = ulo; u < uhi; ++u)");
+  std::string v = elem(x, Index{r[0], r[1], "ih", fmt::format("(q0 + u) * {} + off", sw)});
+  if (is_max)
+    line(fmt::format("acc[u] = eqf_max(acc[u], ({}){});", ct, v));
+  else
+    line(fmt::format("acc[u] += ({}){};", ct, v));
+  if (!is_max && !include_pad) line("++cnt[u];");
+  close();
+  close();
+  close();
+  close();
+  open("for (int64_t u = 0; u < qn; ++u)");
+  Index at = {r[0], r[1], r[2], "(q0 + u)"};
+  line(store(out, linear(out, at), at,
+             is_max ? "acc[u]" : fmt::format("acc[u] / ({})(cnt[u] > 0 ? cnt[u] : 1)", ct)));
+  close();
+  close();
+  return fmt::format("{} * {} * {}", dim(out, 0), dim(out, 1), dim(out, 2));
+}
+
 }  // namespace eqfuse::codegen::detail

@@ -112,6 +112,7 @@ inline constexpr int kTileAccumulatorsAvx512 = 16;  // the same of AVX-512's 32 
 // A twin convolution shares its weights across several vectors of a row where each output sums
 // at least this many products (body_conv_tiles).
 inline constexpr int64_t kSharedReduction = 64;
+inline constexpr int64_t kPoolChunk = 64;  // outputs of a row a twin pooling item keeps at once
 inline constexpr int kAttentionWarps = 8;  // CUDA attention: query rows per item, a warp each
 static_assert(kAttentionWarps * 32 == 256, "an attention item is one block of the launch's 256");
 // CUDA attention on tensor cores (body_attention_mma): each of an item's 8 warps takes 16 query
@@ -773,6 +774,9 @@ class Writer {
                           std::string& items, bool partial_groups, std::string& functions);
 
   std::string body_pool(const Stage& s);
+  // The C++ twin's 2-D pooling: an item per output row, the taps outside and the row's outputs
+  // inside, in chunks of kPoolChunk, so that the inner loop runs along contiguous memory.
+  std::string body_pool_rows(const Stage& s);
 };
 
 }  // namespace eqfuse::codegen::detail

@@ -1085,6 +1085,34 @@ TEST_CASE("attention computes its operands' pointwise prologues as it loads them
   }
 }
 
+TEST_CASE("2-D pooling in rows: chunks of a long row, strides, dilations, padding") {
+  // The twin pools a row at a time in chunks of 64 outputs (body_pool_rows): rows of 150 and 75
+  // outputs end in partial chunks; windows cross the padding on both sides, by stride 2 and
+  // dilation 2, with ceil_mode; averages count the padding or not.
+  GraphBuilder b;
+  auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
+  ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(3), Dim(7), Dim(149)});
+  b.output(b.op("MaxPool", {x}, {{"kernel_shape", ints({3, 3})}, {"pads", ints({1, 1, 1, 2})}}));
+  b.output(b.op("MaxPool", {x},
+                {{"kernel_shape", ints({2, 3})},
+                 {"strides", ints({2, 2})},
+                 {"dilations", ints({1, 2})},
+                 {"pads", ints({0, 2, 1, 1})},
+                 {"ceil_mode", int64_t{1}}}));
+  b.output(b.op("AveragePool", {x},
+                {{"kernel_shape", ints({3, 4})},
+                 {"strides", ints({1, 2})},
+                 {"pads", ints({1, 3, 1, 2})},
+                 {"count_include_pad", int64_t{1}}}));
+  b.output(b.op("AveragePool", {x},
+                {{"kernel_shape", ints({3, 4})},
+                 {"strides", ints({1, 2})},
+                 {"pads", ints({1, 3, 1, 2})},
+                 {"ceil_mode", int64_t{1}}}));
+  ir::Graph g = std::move(b).finish();
+  for (int64_t n : {1, 2}) check_twin(g, {{n, 3, 7, 149}});
+}
+
 TEST_CASE("convolution with bias and relu, pooling") {
   GraphBuilder b;
   ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(3), Dim(9), Dim(7)});
