@@ -1,5 +1,6 @@
 #include "codegen/printer.h"
 
+#include <numeric>
 #include <regex>
 
 #include "codegen/prelude.h"
@@ -318,6 +319,7 @@ std::string Writer::shape(const ir::Node& n, const Index& idx) {
 
 std::string Writer::body_pointwise(const Stage& s) {
   ValueId out = s.output;
+  if (target_ == Target::Cpu && pointwise_rows(out)) return body_pointwise_rows(s);
   Index idx = decompose_value("i", out);
   std::string v = s.node == ir::kNoNode ? elem(s.source, idx) : compute(g_.node(s.node), idx);
   const DType stored = plan_.buffer(out)->dtype;
@@ -330,6 +332,38 @@ std::string Writer::body_pointwise(const Stage& s) {
     line(store(out, "i", idx, v));
   }
   return numel(out);
+}
+
+bool Writer::pointwise_rows(ValueId out) const {
+  const size_t r = rank(out);
+  if (r < 2) return false;  // one row: no items to share among threads
+  const ir::Dim& last = type(out).shape[r - 1];
+  return !last.is_static() || last.value() >= kPointwiseRow;
+}
+
+std::string Writer::body_pointwise_rows(const Stage& s) {
+  ValueId out = s.output;
+  const size_t r = rank(out);
+  std::vector<std::string> outer;
+  std::vector<bool> one;
+  for (size_t k = 0; k + 1 < r; ++k) {
+    outer.push_back(dim(out, k));
+    one.push_back(dim_is_one(out, k));
+  }
+  Index idx = decompose("i", outer, one);
+  const std::string L = dim(out, r - 1);
+  row_work_ = L;
+  line("#pragma omp simd");
+  open(fmt::format("for (int64_t j = 0; j < {}; ++j)", L));
+  line(fmt::format("const int64_t e = i * {} + j;", L));  // the element's linear index
+  idx.push_back("j");
+  std::vector<std::string> dims = outer;
+  dims.push_back(L);
+  scopes_.back()[split_key(dims, idx)] = "e";
+  std::string v = s.node == ir::kNoNode ? elem(s.source, idx) : compute(g_.node(s.node), idx);
+  line(store(out, "e", idx, v));
+  close();
+  return std::accumulate(outer.begin(), outer.end(), std::string("1"), imul);
 }
 
 Writer::Parameters Writer::parameters(ValueId output) const {

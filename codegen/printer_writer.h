@@ -112,7 +112,10 @@ inline constexpr int kTileAccumulatorsAvx512 = 16;  // the same of AVX-512's 32 
 // A twin convolution shares its weights across several vectors of a row where each output sums
 // at least this many products (body_conv_tiles).
 inline constexpr int64_t kSharedReduction = 64;
-inline constexpr int64_t kPoolChunk = 64;  // outputs of a row a twin pooling item keeps at once
+inline constexpr int64_t kPoolChunk = 64;
+inline constexpr int64_t kPointwiseRow =
+    16;  // the shortest static last axis pointwise_rows takes  // outputs of a row a twin pooling
+         // item keeps at once
 inline constexpr int kAttentionWarps = 8;  // CUDA attention: query rows per item, a warp each
 static_assert(kAttentionWarps * 32 == 256, "an attention item is one block of the launch's 256");
 // CUDA attention on tensor cores (body_attention_mma): each of an item's 8 warps takes 16 query
@@ -580,6 +583,11 @@ class Writer {
 
   // Stage bodies over item `i`; each returns the item count.
   std::string body_pointwise(const Stage& s);
+  // The C++ twin's pointwise stages: an item per row of the last axis where that is long enough
+  // (kPointwiseRow), the row a loop along contiguous memory that the compiler vectorizes, the
+  // outer coordinates split once per row rather than per element.
+  bool pointwise_rows(ValueId out) const;
+  std::string body_pointwise_rows(const Stage& s);
   std::string body_reduce(const Stage& s);
   std::string body_arg_reduce(const Stage& s);      // ArgMax, ArgMin
   std::string body_conv_transpose(const Stage& s);  // a Reduce stage: direct loops
