@@ -69,7 +69,7 @@ std::unique_ptr<CpuModule> CpuModule::build(
   std::string source = print_kernels(m->plan_, Target::Cpu);
   // -march=native: the twin runs where it is compiled (fused multiply-adds where the CPU has
   // them; the tiles of the contractions and convolutions are written for them).
-  std::string flags = "-std=c++17 -O3 -march=native -fopenmp -fPIC -shared -w";
+  std::string flags = "-std=c++17 -O3 -march=native -fopenmp -fno-math-errno -fPIC -shared -w";
   // EQFUSE_TWIN_FLAGS: more compiler flags (the tests build the 16-byte-vector form with
   // -mno-avx).
   if (const char* extra = std::getenv("EQFUSE_TWIN_FLAGS"); extra && *extra)

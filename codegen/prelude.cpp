@@ -19,6 +19,34 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #include <string.h>
 #endif
+#if !defined(__CUDACC__) && defined(__cplusplus) && defined(__GNUC__) && !defined(__clang__) && \
+    defined(__x86_64__) && defined(_OPENMP) && defined(__GLIBC__)
+// glibc's vector math (libmvec, which libm links): a loop over elements calls these 4, 8 or 16
+// lanes at a time (within 4 ulp). math.h declares them so only under -ffast-math; the twin is
+// built with -fno-math-errno instead, which vectorizing them needs.
+extern "C" {
+#define EQF_SIMD _Pragma("omp declare simd notinbranch")
+EQF_SIMD float expf(float) noexcept;
+EQF_SIMD float logf(float) noexcept;
+EQF_SIMD float sinf(float) noexcept;
+EQF_SIMD float cosf(float) noexcept;
+EQF_SIMD float powf(float, float) noexcept;
+#if __GLIBC_PREREQ(2, 35)
+EQF_SIMD float tanhf(float) noexcept;
+EQF_SIMD float erff(float) noexcept;
+EQF_SIMD float tanf(float) noexcept;
+EQF_SIMD float asinf(float) noexcept;
+EQF_SIMD float acosf(float) noexcept;
+EQF_SIMD float atanf(float) noexcept;
+EQF_SIMD float sinhf(float) noexcept;
+EQF_SIMD float coshf(float) noexcept;
+EQF_SIMD float asinhf(float) noexcept;
+EQF_SIMD float acoshf(float) noexcept;
+EQF_SIMD float atanhf(float) noexcept;
+#endif
+#undef EQF_SIMD
+}
+#endif
 #if defined(__CUDACC__)
 #define EQF_FN __host__ __device__ __forceinline__
 #else

@@ -25,7 +25,8 @@
 //                       |                                      | (ArgMax: extreme and index)
 //   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched
 //                       | rows, register tiles of two vectors  | call (batch dims equal or
-//                       | of columns (transB: a dot product    | broadcast whole): SGEMM for
+//                       | of columns (four with AVX-512;       | broadcast whole): SGEMM for
+//                       | transB: a dot product                |
 //                       | per column); with EQFUSE_CBLAS,      | f32 buffers, GemmEx (f32
 //                       | CBLAS SGEMM per batch entry (f32     | accumulate) for f16/bf16;
 //                       | buffers only)                        | with a bias, ReLU or added
@@ -65,7 +66,8 @@
 //                       | where a row fits them better or its  |
 //                       | loads are gathered), 32 with AVX,    |
 //                       | else 16 (#if)                        |
-//   math functions      | <math.h>                             | CUDA's device math
+//   math functions      | <math.h>; glibc's vector math where  | CUDA's device math
+//                       | a loop vectorizes (x86-64, GCC)      |
 //
 // f16 and bf16 buffers (a model's own, or --precision's) hold `eqf_f16`/`eqf_bf16`, 16-bit types
 // of the prelude that convert to float on load and round to nearest even on store, with the same

@@ -111,9 +111,13 @@ std::string Writer::body_attention(const Stage& s) {
     line(fmt::format("{}[{}] *= {};", l, row, alpha));
     line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] *= {};", d, d, width, d, acc,
                      row, d, alpha));
+    // The weights first, in a loop of their own that vector math takes whole, then their sums.
+    line(
+        fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}] = {} == -INFINITY ? 0.0f : "
+                    "eqf_exp({}[{}] - {});",
+                    jj, jj, nb, jj, sc, jj, bm, sc, jj, bm));
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
-    line(fmt::format("const float {} = {} == -INFINITY ? 0.0f : eqf_exp({}[{}] - {});", p, bm, sc,
-                     jj, bm));
+    line(fmt::format("const float {} = {}[{}];", p, sc, jj));
     line(fmt::format("{}[{}] += {};", l, row, p));
     line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] += {} * {}[{}][{}];", d, d,
                      width, d, acc, row, d, p, vt, jj, d));

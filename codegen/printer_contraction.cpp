@@ -1,5 +1,7 @@
 // The printer's contractions in loops of their own: MatMul and Gemm, 2-D convolution
 // (printer_writer.h).
+#include <algorithm>
+
 #include "codegen/printer_writer.h"
 
 namespace eqfuse::codegen::detail {
@@ -141,8 +143,10 @@ std::string Writer::body_matmul_rows(const Stage& s) {
   };
   if (b_rows) {
     // Tiles of two vectors of columns by mb rows.
-    vector_variants(ct, [&](int lanes, int) {
-      const int vectors = 2, tile = vectors * lanes;
+    vector_variants(ct, [&](int lanes, int accumulators) {
+      // Vectors of columns per row: 4 where the register tile holds them (AVX-512's 32
+      // registers), else 2; not more, so that rows of 128 columns still fill whole tiles.
+      const int vectors = std::clamp<int>(accumulators / int(mb), 2, 4), tile = vectors * lanes;
       auto acc = [](int64_t r, int h) { return fmt::format("acc{}_{}", r, h); };
       open(fmt::format("for (int64_t n0 = 0; n0 < {}; n0 += {})", N, tile));
       line(fmt::format("const int64_t nb = {} - n0 < {} ? {} - n0 : {};", N, tile, N, tile));
@@ -187,8 +191,11 @@ std::string Writer::body_matmul_rows(const Stage& s) {
           // for the whole reduction.
           line(fmt::format("{} {}[{}];", ct, e, lanes));
           line(fmt::format("memcpy({}, &{}, sizeof(vec));", e, acc(r, h)));
-          open(fmt::format("for (int {} = 0; {} < {} && {} + {} < nb; ++{})", u, u, lanes,
-                           h * lanes, u, u));
+          // The loop's count computed first: a loop with two exits stays scalar.
+          std::string count = fresh("nu");
+          line(fmt::format("const int64_t {} = nb - {} < {} ? nb - {} : {};", count, h * lanes,
+                           lanes, h * lanes, lanes));
+          open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, count, u));
           store(r, fmt::format("(n0 + {} + {})", h * lanes, u), fmt::format("{}[{}]", e, u));
           close();
         }

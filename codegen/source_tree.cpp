@@ -48,6 +48,11 @@ check_cxx_compiler_flag(-march=native EQFUSE_HAS_MARCH_NATIVE)
 if(EQFUSE_NATIVE AND EQFUSE_HAS_MARCH_NATIVE)
   target_compile_options(eqfuse_model PRIVATE -march=native)
 endif()
+# Math functions that need not set errno: loops over elements then call vector math (glibc's).
+check_cxx_compiler_flag(-fno-math-errno EQFUSE_HAS_NO_MATH_ERRNO)
+if(EQFUSE_HAS_NO_MATH_ERRNO)
+  target_compile_options(eqfuse_model PRIVATE -fno-math-errno)
+endif()
 # -DEQFUSE_CBLAS=ON: matrix products through a CBLAS (cblas.h and a BLAS library).
 option(EQFUSE_CBLAS "hand f32 matrix products to CBLAS" OFF)
 if(EQFUSE_CBLAS)
