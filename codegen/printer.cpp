@@ -356,6 +356,7 @@ std::string Writer::body_pointwise_rows(const Stage& s) {
   line("#pragma omp simd");
   open(fmt::format("for (int64_t j = 0; j < {}; ++j)", L));
   line(fmt::format("const int64_t e = i * {} + j;", L));  // the element's linear index
+  line("(void)e;");  // unread where every place is stored by index
   idx.push_back("j");
   std::vector<std::string> dims = outer;
   dims.push_back(L);
@@ -421,8 +422,14 @@ void Writer::begin_body() {
 void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const Stage& s = plan_.stages[index];
   // The C++ twin times each stage from the clock when profiling (CUDA records events below).
-  if (target_ == Target::Cpu)
-    calls += fmt::format("  if (prof) prof[{}] = eqf_clock_ms();\n", index);
+  // Under CBLAS the epilogue after a product is a stage of its own, timed where the product's
+  // call prints it.
+  if (target_ == Target::Cpu) {
+    std::string mark = fmt::format("  if (prof) prof[{}] = eqf_clock_ms();\n", index);
+    if (merged_stage_ == index && index > 0 && forms[index - 1].name == "cblas or loops")
+      mark = "#if !defined(EQFUSE_CBLAS)\n" + mark + "#endif\n";
+    calls += mark;
+  }
   // Printed inside the contraction before it, or a Concat or layout copy its producers stored.
   if (lt_fallback_ == index) {  // computed by the cuBLASLt call before it, else its kernel
     lt_fallback_.reset();

@@ -8,7 +8,9 @@
 //   --------------------|--------------------------------------|------------------------------
 //   function prefix     | static                               | __global__ (+ a host launch)
 //   the item loop       | for over items, OpenMP parallel      | grid-stride loop over threads
-//   pointwise           | an element per item                  | 4 elements per thread; f32
+//   pointwise           | a row of the last axis per item (an  | 4 elements per thread; f32
+//                       | omp simd loop; rows under 16: an     |
+//                       | element per item)                    |
 //                       |                                      | read or written at their own
 //                       |                                      | element in 128-bit accesses,
 //                       |                                      | f16/bf16 in 64-bit ones (a
@@ -25,8 +27,9 @@
 //                       |                                      | (ArgMax: extreme and index)
 //   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched
 //                       | rows, register tiles of two vectors  | call (batch dims equal or
-//                       | of columns (four with AVX-512;       | broadcast whole): SGEMM for
-//                       | transB: a dot product                |
+//                       | of columns (up to four where the     | broadcast whole): SGEMM for
+//                       | tile's accumulators allow; transB: a |
+//                       | dot product                          |
 //                       | per column); with EQFUSE_CBLAS,      | f32 buffers, GemmEx (f32
 //                       | CBLAS SGEMM per batch entry (f32     | accumulate) for f16/bf16;
 //                       | buffers only)                        | with a bias, ReLU or added
@@ -44,9 +47,13 @@
 //                       |                                      | mma.sync m16n8k16, 16 rows
 //                       |                                      | a warp, 64-key blocks, S and
 //                       |                                      | the output in registers
+//   2-D pooling         | an output row per item, the taps     | an output element per thread
+//                       | outside, the row in chunks of 64     |
 //   2-D Conv            | one item per block of up to 8 output | an implicit GEMM: a thread
 //                       | channels of one output row, register | block per tile of 128, 64 or
 //                       | tiles of one vector along the row    | 32 channels by 64 pixels,
+//                       | (sums of 64 or more products: as     |
+//                       | many vectors as the tile holds)      |
 //                       |                                      | 16-k slices in shared memory,
 //                       |                                      | register tiles (16-bit
 //                       |                                      | operands: mma.sync m16n8k16

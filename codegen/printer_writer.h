@@ -112,11 +112,9 @@ inline constexpr int kTileAccumulatorsAvx512 = 16;  // the same of AVX-512's 32 
 // A twin convolution shares its weights across several vectors of a row where each output sums
 // at least this many products (body_conv_tiles).
 inline constexpr int64_t kSharedReduction = 64;
-inline constexpr int64_t kPoolChunk = 64;
-inline constexpr int64_t kPointwiseRow =
-    16;  // the shortest static last axis pointwise_rows takes  // outputs of a row a twin pooling
-         // item keeps at once
-inline constexpr int kAttentionWarps = 8;  // CUDA attention: query rows per item, a warp each
+inline constexpr int64_t kPoolChunk = 64;     // outputs of a row a twin pooling item keeps at once
+inline constexpr int64_t kPointwiseRow = 16;  // the shortest static last axis pointwise_rows takes
+inline constexpr int kAttentionWarps = 8;     // CUDA attention: query rows per item, a warp each
 static_assert(kAttentionWarps * 32 == 256, "an attention item is one block of the launch's 256");
 // CUDA attention on tensor cores (body_attention_mma): each of an item's 8 warps takes 16 query
 // rows; the keys come in blocks of kMmaKeys. Q's depth and V's width, padded to whole steps of
