@@ -9,10 +9,8 @@
 //   function prefix     | static                               | __global__ (+ a host launch)
 //   the item loop       | for over items, OpenMP parallel      | grid-stride loop over threads
 //   pointwise           | a row of the last axis per item (an  | 4 elements per thread; f32
-//                       | omp simd loop; rows under 16: an     |
-//                       | element per item)                    |
-//                       |                                      | read or written at their own
-//                       |                                      | element in 128-bit accesses,
+//                       | omp simd loop; rows under 16: an     | read or written at their own
+//                       | element per item)                    | element in 128-bit accesses,
 //                       |                                      | f16/bf16 in 64-bit ones (a
 //                       |                                      | last partial group: one by
 //                       |                                      | one)
@@ -28,12 +26,10 @@
 //   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched
 //                       | rows, register tiles of two vectors  | call (batch dims equal or
 //                       | of columns (up to four where the     | broadcast whole): SGEMM for
-//                       | tile's accumulators allow; transB: a |
-//                       | dot product                          |
-//                       | per column); with EQFUSE_CBLAS,      | f32 buffers, GemmEx (f32
-//                       | CBLAS SGEMM per batch entry (f32     | accumulate) for f16/bf16;
-//                       | buffers only)                        | with a bias, ReLU or added
-//                       |                                      | matrix after it: cuBLASLt
+//                       | tile's accumulators allow; transB: a | f32 buffers, GemmEx (f32
+//                       | dot product per column); with        | accumulate) for f16/bf16;
+//                       | EQFUSE_CBLAS, CBLAS SGEMM per batch  | with a bias, ReLU or added
+//                       | entry (f32 buffers only)             | matrix after it: cuBLASLt
 //                       |                                      | with that epilogue (trees);
 //                       |                                      | else a thread per element
 //   attention           | an item per 32 query rows; blocks of | a thread block per 8 query
@@ -52,10 +48,8 @@
 //   2-D Conv            | one item per block of up to 8 output | an implicit GEMM: a thread
 //                       | channels of one output row, register | block per tile of 128, 64 or
 //                       | tiles of one vector along the row    | 32 channels by 64 pixels,
-//                       | (sums of 64 or more products: as     |
-//                       | many vectors as the tile holds)      |
-//                       |                                      | 16-k slices in shared memory,
-//                       |                                      | register tiles (16-bit
+//                       | (sums of 64 or more products: as     | 16-k slices in shared memory,
+//                       | many vectors as the tile holds)      | register tiles (16-bit
 //                       |                                      | operands: mma.sync m16n8k16
 //                       |                                      | fragments, 8 warps a tile);
 //                       |                                      | the run picks

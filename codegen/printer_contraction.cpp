@@ -142,10 +142,10 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     store_output(out, lin, at, v);
   };
   if (b_rows) {
-    // Tiles of two vectors of columns by mb rows.
+    // Tiles of mb rows by 2 to 4 vectors of columns.
     vector_variants(ct, [&](int lanes, int accumulators) {
-      // Vectors of columns per row: 4 where the register tile holds them (AVX-512's 32
-      // registers), else 2; not more, so that rows of 128 columns still fill whole tiles.
+      // Vectors of columns per row: as many as the register tile's accumulators hold over mb
+      // rows, at least 2 and at most 4, so that rows of 128 columns still fill whole tiles.
       const int vectors = std::clamp<int>(accumulators / int(mb), 2, 4), tile = vectors * lanes;
       auto acc = [](int64_t r, int h) { return fmt::format("acc{}_{}", r, h); };
       open(fmt::format("for (int64_t n0 = 0; n0 < {}; n0 += {})", N, tile));
@@ -191,11 +191,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
           // for the whole reduction.
           line(fmt::format("{} {}[{}];", ct, e, lanes));
           line(fmt::format("memcpy({}, &{}, sizeof(vec));", e, acc(r, h)));
-          // The loop's count computed first: a loop with two exits stays scalar.
-          std::string count = fresh("nu");
-          line(fmt::format("const int64_t {} = nb - {} < {} ? nb - {} : {};", count, h * lanes,
-                           lanes, h * lanes, lanes));
-          open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, count, u));
+          open_vector_store(u, h * lanes, lanes, "nb");
           store(r, fmt::format("(n0 + {} + {})", h * lanes, u), fmt::format("{}[{}]", e, u));
           close();
         }
@@ -418,11 +414,7 @@ std::string Writer::body_conv_tiles(const Stage& s) {
         std::string u = fresh("u"), e = fresh("e");
         line(fmt::format("{} {}[{}];", ct, e, lanes));  // see body_matmul_rows
         line(fmt::format("memcpy({}, &{}, sizeof(vec));", e, acc(k, v)));
-        // The loop's count computed first: a loop with two exits stays scalar.
-        std::string count = fresh("nu");
-        line(fmt::format("const int64_t {} = qb - {} < {} ? qb - {} : {};", count, v * lanes, lanes,
-                         v * lanes, lanes));
-        open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, count, u));
+        open_vector_store(u, v * lanes, lanes, "qb");
         Index at = {r[0], iadd("m0", std::to_string(k)), r[2],
                     fmt::format("(q0 + {})", iadd(std::to_string(v * lanes), u))};
         store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));

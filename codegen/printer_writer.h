@@ -706,6 +706,15 @@ class Writer {
       if (d.is_static()) n = n * d.value() % 4;
     return n % 4 == 0;
   }
+  // Opens the loop over the elements u of a register tile's vector that lie before `bound`: the
+  // `lanes` from `first`, or fewer. Its count is computed first, since a loop with two exits
+  // stays scalar (and a merged epilogue's math in it with it).
+  void open_vector_store(const std::string& u, int64_t first, int lanes, const std::string& bound) {
+    const std::string count = fresh("nu");
+    line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", count, bound, first, lanes,
+                     bound, first, lanes));
+    open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, count, u));
+  }
   // The work of one item of the row forms (body_matmul_rows, body_conv_tiles); "" otherwise.
   std::string row_work_;
   // Prints `emit(lanes)` three times, for 64-byte vectors where the target has AVX-512,
