@@ -57,6 +57,17 @@ EQF_SIMD float atanhf(float) noexcept;
 #else
 #define EQF_MEMBER inline
 #endif
+// A register tile's operand, loaded once and kept in a register for every multiply-add that uses
+// it. Without this GCC folds the load into each of those multiply-adds (a memory operand per
+// use), and the loads, not the multiply-adds, then bound the C++ twin's matrix and convolution
+// tiles.
+#if !defined(__CUDACC__) && defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define EQF_IN_REGISTER(x) __asm__("" : "+v"(x))
+#elif !defined(__CUDACC__) && defined(__GNUC__) && defined(__aarch64__)
+#define EQF_IN_REGISTER(x) __asm__("" : "+w"(x))
+#else
+#define EQF_IN_REGISTER(x) (void)0
+#endif
 
 // f16 and bf16 in memory: 16 bits, converted to float on load and rounded to nearest even on
 // store (the interpreter's conversions, ir/dtype.h, bit for bit); arithmetic is in float.

@@ -157,7 +157,8 @@ std::string Writer::body_matmul_rows(const Stage& s) {
         line(fmt::format("const {}* br = b + {} + n0;", buffer_type(c.b), imul("k", sbk)));
         for (int h = 0; h < vectors; ++h) {
           if (whole && buffer_type(c.b) == ct) {
-            line(fmt::format("vec x{}; memcpy(&x{}, br + {}, sizeof(vec));", h, h, h * lanes));
+            line(fmt::format("vec x{}; memcpy(&x{}, br + {}, sizeof(vec)); EQF_IN_REGISTER(x{});",
+                             h, h, h * lanes, h));
             continue;
           }
           std::string elements;
@@ -377,8 +378,9 @@ std::string Writer::body_conv_tiles(const Stage& s) {
       line(fmt::format("const int64_t off = q0 * {} - {} + kw * {};", sw, pw, dw));
       for (int64_t v = 0; v < nv; ++v) {
         if (inside && sw == 1 && buffer_type(x) == ct) {
-          line(
-              fmt::format("vec xv{}; memcpy(&xv{}, xr + off + {}, sizeof(vec));", v, v, v * lanes));
+          line(fmt::format(
+              "vec xv{}; memcpy(&xv{}, xr + off + {}, sizeof(vec)); EQF_IN_REGISTER(xv{});", v, v,
+              v * lanes, v));
           continue;
         }
         std::string elements;
