@@ -68,6 +68,81 @@ EQF_SIMD float atanhf(float) noexcept;
 #else
 #define EQF_IN_REGISTER(x) (void)0
 #endif
+#if !defined(__CUDACC__) && defined(__cplusplus) && defined(__GNUC__)
+// The vectors of floats a register tile of the C++ twin holds (vector_variants).
+typedef float eqf_f32x4 __attribute__((vector_size(16)));
+typedef float eqf_f32x8 __attribute__((vector_size(32)));
+typedef float eqf_f32x16 __attribute__((vector_size(64)));
+// The even lanes of a then b: the elements of a stride-2 row from two contiguous loads.
+#define EQF_EVEN_LANES 1
+#if defined(__clang__)
+#define EQF_SHUFFLE(a, b, lanes, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define EQF_SHUFFLE(a, b, lanes, ...) \
+  __builtin_shuffle(a, b, (int32_t __attribute__((vector_size(lanes * 4)))){__VA_ARGS__})
+#endif
+EQF_FN eqf_f32x4 eqf_even_lanes(eqf_f32x4 a, eqf_f32x4 b) {
+  return EQF_SHUFFLE(a, b, 4, 0, 2, 4, 6);
+}
+#if defined(__AVX__)  // wider vectors only where the target's registers hold them (ABI)
+EQF_FN eqf_f32x8 eqf_even_lanes(eqf_f32x8 a, eqf_f32x8 b) {
+  return EQF_SHUFFLE(a, b, 8, 0, 2, 4, 6, 8, 10, 12, 14);
+}
+#endif
+#if defined(__AVX512F__)
+EQF_FN eqf_f32x16 eqf_even_lanes(eqf_f32x16 a, eqf_f32x16 b) {
+  return EQF_SHUFFLE(a, b, 16, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+}
+#endif
+#undef EQF_SHUFFLE
+#endif
+// A register tile's vector from a row of n floats: lane u is row[start + u] where
+// 0 <= start + u < n and u < limit, else 0, and no other address is read (the masked loads of
+// AVX-512 and AVX). A convolution's edge tile loads so where EQF_MASKED_LOADS is defined, and
+// element by element elsewhere.
+#if !defined(__CUDACC__) && defined(__cplusplus) && \
+    (defined(__AVX512F__) && defined(__AVX512VL__) || defined(__AVX__) && !defined(__AVX512F__))
+#include <immintrin.h>
+#define EQF_MASKED_LOADS 1
+// The lanes [lo, hi) a load of `lanes` from `start` keeps (empty where hi <= lo).
+EQF_FN void eqf_lane_range(int64_t lanes, int64_t start, int64_t n, int64_t limit, int64_t* lo,
+                           int64_t* hi) {
+  *lo = start < 0 ? -start : 0;
+  *hi = lanes;
+  if (n - start < *hi) *hi = n - start;
+  if (limit < *hi) *hi = limit;
+}
+EQF_FN const float* eqf_lane_address(const float* row, int64_t start) {
+  return (const float*)((uintptr_t)row + (uintptr_t)start * sizeof(float));
+}
+#if defined(__AVX512F__)
+EQF_FN __mmask16 eqf_lane_mask(int64_t lanes, int64_t start, int64_t n, int64_t limit) {
+  int64_t lo, hi;
+  eqf_lane_range(lanes, start, n, limit, &lo, &hi);
+  return hi > lo ? (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : (__mmask16)0;
+}
+EQF_FN void eqf_load_lanes(eqf_f32x16& x, const float* row, int64_t start, int64_t n,
+                           int64_t limit) {
+  x = (eqf_f32x16)_mm512_maskz_loadu_ps(eqf_lane_mask(16, start, n, limit),
+                                        eqf_lane_address(row, start));
+}
+EQF_FN void eqf_load_lanes(eqf_f32x8& x, const float* row, int64_t start, int64_t n,
+                           int64_t limit) {
+  x = (eqf_f32x8)_mm256_maskz_loadu_ps((__mmask8)eqf_lane_mask(8, start, n, limit),
+                                       eqf_lane_address(row, start));
+}
+#else
+EQF_FN void eqf_load_lanes(eqf_f32x8& x, const float* row, int64_t start, int64_t n,
+                           int64_t limit) {
+  typedef int32_t i32x8 __attribute__((vector_size(32)));
+  int64_t lo, hi;
+  eqf_lane_range(8, start, n, limit, &lo, &hi);
+  const i32x8 lane = {0, 1, 2, 3, 4, 5, 6, 7};
+  const i32x8 keep = (lane >= (int32_t)(lo < 8 ? lo : 8)) & (lane < (int32_t)(hi > 0 ? hi : 0));
+  x = (eqf_f32x8)_mm256_maskload_ps(eqf_lane_address(row, start), (__m256i)keep);
+}
+#endif
+#endif
 
 // f16 and bf16 in memory: 16 bits, converted to float on load and rounded to nearest even on
 // store (the interpreter's conversions, ir/dtype.h, bit for bit); arithmetic is in float.

@@ -362,10 +362,11 @@ std::string Writer::body_conv_tiles(const Stage& s) {
     for (int64_t k = 0; k < mb; ++k)
       for (int64_t v = 0; v < nv; ++v)
         line(fmt::format("vec {} = (vec){{}} + {};", acc(k, v), bias[size_t(k)]));
-    // Inside: the first tap of the first output and the last tap of the last lie in the row.
+    // Inside: the first tap of the first output and the last tap of the last lie in the row
+    // (stride 2: and the element after it, which the whole loads read).
     line(fmt::format(
         "const bool inside = qb == {} && q0 * {} - {} >= 0 && (q0 + {}) * {} - {} + {} < {};", span,
-        sw, pw, span - 1, sw, pw, (kw_size - 1) * dw, W));
+        sw, pw, span - 1, sw, pw, (kw_size - 1) * dw + (sw == 2 ? 1 : 0), W));
     auto reduction = [&](bool inside) {
       open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
       line(fmt::format("const {}* xc = xg + c * {} * {};", buffer_type(x), H, W));
@@ -376,13 +377,37 @@ std::string Writer::body_conv_tiles(const Stage& s) {
       line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
       open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kw_size));
       line(fmt::format("const int64_t off = q0 * {} - {} + kw * {};", sw, pw, dw));
-      for (int64_t v = 0; v < nv; ++v) {
-        if (inside && sw == 1 && buffer_type(x) == ct) {
-          line(fmt::format(
-              "vec xv{}; memcpy(&xv{}, xr + off + {}, sizeof(vec)); EQF_IN_REGISTER(xv{});", v, v,
-              v * lanes, v));
-          continue;
+      // Vectors of inputs along a contiguous row (stride 1) or the even elements of two such
+      // (stride 2), loaded whole inside the row and through masks at its edges where the target
+      // has them (the prelude's EQF_ macros); element by element elsewhere.
+      const bool row_loads = (sw == 1 || sw == 2) && buffer_type(x) == ct && ct == "float";
+      // What the loads need beyond the vector extension ("" nothing).
+      std::string needs;
+      if (!inside) needs = "defined(EQF_MASKED_LOADS)";
+      if (sw == 2) needs += std::string(needs.empty() ? "" : " && ") + "defined(EQF_EVEN_LANES)";
+      if (row_loads) {
+        if (!needs.empty()) line("#if " + needs);
+        for (int64_t v = 0; v < nv; ++v) {
+          // The `lanes` inputs from `at` into `name`; an edge tile reads no element outside the
+          // row, nor (stride 1) past the step's last output.
+          auto load = [&](const std::string& name, int64_t at, const std::string& limit) {
+            line(inside ? fmt::format("vec {}; memcpy(&{}, xr + off + {}, sizeof(vec));", name,
+                                      name, at)
+                        : fmt::format("vec {}; eqf_load_lanes({}, xr, off + {}, {}, {});", name,
+                                      name, at, W, limit));
+          };
+          if (sw == 1) {
+            load(fmt::format("xv{}", v), v * lanes, fmt::format("qb - {}", v * lanes));
+          } else {
+            load(fmt::format("xa{}", v), 2 * v * lanes, std::to_string(lanes));
+            load(fmt::format("xb{}", v), (2 * v + 1) * lanes, std::to_string(lanes));
+            line(fmt::format("vec xv{} = eqf_even_lanes(xa{}, xb{});", v, v, v));
+          }
+          line(fmt::format("EQF_IN_REGISTER(xv{});", v));
         }
+        if (!needs.empty()) line("#else");
+      }
+      for (int64_t v = 0; v < nv && !(row_loads && needs.empty()); ++v) {
         std::string elements;
         for (int u = 0; u < lanes; ++u) {
           const int64_t q = v * lanes + u;
@@ -394,6 +419,7 @@ std::string Writer::body_conv_tiles(const Stage& s) {
         }
         line(fmt::format("const vec xv{} = {{{}}};", v, elements));
       }
+      if (row_loads && !needs.empty()) line("#endif");
       for (int64_t k = 0; k < mb; ++k) {
         std::string wk =
             fmt::format("({})wc[{} + kh * {} + kw]", ct,

@@ -708,11 +708,12 @@ class Writer {
   }
   // Opens the loop over the elements u of a register tile's vector that lie before `bound`: the
   // `lanes` from `first`, or fewer. Its count is computed first, since a loop with two exits
-  // stays scalar (and a merged epilogue's math in it with it).
+  // stays scalar (and a merged epilogue's math in it with it), and is never negative, where GCC
+  // would warn of a copy of negative size.
   void open_vector_store(const std::string& u, int64_t first, int lanes, const std::string& bound) {
-    const std::string count = fresh("nu");
-    line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", count, bound, first, lanes,
-                     bound, first, lanes));
+    const std::string count = fresh("nu"), left = fmt::format("{} - {}", bound, first);
+    line(fmt::format("const int64_t {} = {} < 0 ? 0 : {} < {} ? {} : {};", count, left, left, lanes,
+                     left, lanes));
     open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, count, u));
   }
   // The work of one item of the row forms (body_matmul_rows, body_conv_tiles); "" otherwise.

@@ -1201,6 +1201,26 @@ TEST_CASE("convolution tiles: inside and edge tiles, strides, dilations, groups"
       check_twin(wg,
                  {{n, 8, 5, 45}, {12, 8, 3, 3}, {n, 12, 5, 45}, {n, 8, 4, 37}, {8, 8, 3, 3}, {8}});
   });
+  // At a column stride of 2 the twin loads two vectors of the row and keeps their even elements,
+  // through masks at the row's edges. Rows of 75 inputs make 38 outputs (3x3, pads 1): an edge
+  // step, inside steps and a short last one, whose whole loads end one element before the row
+  // does; a 7x7 filter at pads 3 over rows of 61 (31 outputs) has edge steps at both ends.
+  GraphBuilder strided;
+  ValueId sx = strided.input("x", DType::f32, {Dim::symbol("n"), Dim(8), Dim(7), Dim(75)});
+  ValueId sw3 = strided.input("w3", DType::f32, {Dim(8), Dim(8), Dim(3), Dim(3)});
+  ValueId tx = strided.input("t", DType::f32, {Dim::symbol("n"), Dim(3), Dim(9), Dim(61)});
+  ValueId sw7 = strided.input("w7", DType::f32, {Dim(16), Dim(3), Dim(7), Dim(7)});
+  ValueId sb7 = strided.input("b7", DType::f32, {Dim(16)});
+  strided.output(strided.op(
+      "Relu",
+      {strided.op("Conv", {sx, sw3}, {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}})}));
+  strided.output(strided.op("Conv", {tx, sw7, sb7},
+                            {{"pads", ints({3, 3, 3, 3})}, {"strides", ints({2, 2})}}));
+  ir::Graph sg = std::move(strided).finish();
+  for_each_vector_width([&] {
+    for (int64_t n : {1, 2})
+      check_twin(sg, {{n, 8, 7, 75}, {8, 8, 3, 3}, {n, 3, 9, 61}, {16, 3, 7, 7}, {16}});
+  });
 }
 
 TEST_CASE("CUDA convolution tiles: each size, channel and k tails, groups, epilogues") {
