@@ -340,15 +340,37 @@ std::string Writer::body_conv_tiles(const Stage& s) {
   const int64_t sw = win[1].stride, pw = win[1].pad_begin, dw = win[1].dilation;
   std::string ct = compute_type({type(out).dtype});
   std::string OW = dim(out, 3), H = dim(x, 2), W = dim(x, 3), C = dim(x, 1), Cg = dim(w, 1);
+  // A 1x1 convolution at stride 1 without padding reads each output pixel's own input pixel: its
+  // image is taken as one row of H * W pixels, in items of kFlatConvChunk, which fill vectors and
+  // steps better than rows of 7 or 14 do.
+  const bool flat = taps == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0 && win[0].pad_end == 0 &&
+                    win[1].pad_end == 0;
+  std::string rows = dim(out, 2);  // the item's third coordinate: output rows, or flat chunks
+  if (flat) {
+    OW = imul(dim(out, 2), OW);
+    W = imul(H, W);
+    H = "1";
+    rows = fmt::format("(({} + {}) / {})", OW, kFlatConvChunk - 1, kFlatConvChunk);
+  }
   std::string blocks = fmt::format("({} / {})", dim(out, 1), mb);
-  Index r = decompose("i", {dim(out, 0), blocks, dim(out, 2)},
-                      {dim_is_one(out, 0), mb == 1 && dim_is_one(out, 1), dim_is_one(out, 2)});
+  Index r =
+      decompose("i", {dim(out, 0), blocks, rows},
+                {dim_is_one(out, 0), mb == 1 && dim_is_one(out, 1), !flat && dim_is_one(out, 2)});
+  const std::string oh = flat ? "0" : r[2];  // the output row
   row_work_ = imul(imul(OW, Cg), std::to_string(mb * taps));
   line(fmt::format("const int64_t m0 = {} * {};", r[1], mb));
   line(fmt::format("const int64_t grp = m0 / {};", mg));
   line(fmt::format("const {}* xg = {} + ({} * {} + grp * {}) * {} * {};", buffer_type(x), ptr(x),
                    r[0], C, Cg, H, W));
   line(fmt::format("const {}* wm = {} + m0 * {} * {};", buffer_type(w), ptr(w), Cg, taps));
+  // The item's outputs along its row: [qs, qe).
+  std::string qs = "0", qe = OW;
+  if (flat) {
+    qs = "qs", qe = "qe";
+    line(fmt::format("const int64_t qs = {} * {};", r[2], kFlatConvChunk));
+    line(fmt::format("const int64_t qe = {} - qs < {} ? {} : qs + {};", OW, kFlatConvChunk, OW,
+                     kFlatConvChunk));
+  }
   std::vector<std::string> bias(size_t(mb), "0");
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
     for (int64_t k = 0; k < mb; ++k)
@@ -358,7 +380,7 @@ std::string Writer::body_conv_tiles(const Stage& s) {
   auto step = [&](int lanes, int64_t nv) {
     const int64_t span = nv * lanes;
     auto acc = [](int64_t k, int64_t v) { return fmt::format("acc{}_{}", k, v); };
-    line(fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", OW, span, OW, span));
+    line(fmt::format("const int64_t qb = {} - q0 < {} ? {} - q0 : {};", qe, span, qe, span));
     for (int64_t k = 0; k < mb; ++k)
       for (int64_t v = 0; v < nv; ++v)
         line(fmt::format("vec {} = (vec){{}} + {};", acc(k, v), bias[size_t(k)]));
@@ -372,7 +394,7 @@ std::string Writer::body_conv_tiles(const Stage& s) {
       line(fmt::format("const {}* xc = xg + c * {} * {};", buffer_type(x), H, W));
       line(fmt::format("const {}* wc = wm + c * {};", buffer_type(w), taps));
       open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kh_size));
-      line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", r[2], sh, ph, dh));
+      line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", oh, sh, ph, dh));
       line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
       line(fmt::format("const {}* xr = xc + ih * {};", buffer_type(x), W));
       open(fmt::format("for (int64_t kw = 0; kw < {}; ++kw)", kw_size));
@@ -443,14 +465,23 @@ std::string Writer::body_conv_tiles(const Stage& s) {
         line(fmt::format("{} {}[{}];", ct, e, lanes));  // see body_matmul_rows
         line(fmt::format("memcpy({}, &{}, sizeof(vec));", e, acc(k, v)));
         open_vector_store(u, v * lanes, lanes, "qb");
-        Index at = {r[0], iadd("m0", std::to_string(k)), r[2],
-                    fmt::format("(q0 + {})", iadd(std::to_string(v * lanes), u))};
-        store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));
+        const std::string q = fmt::format("(q0 + {})", iadd(std::to_string(v * lanes), u));
+        Index at = {r[0], iadd("m0", std::to_string(k)), oh, q};
+        const std::string lin = linear(out, at);
+        if (flat)
+          at = {at[0], at[1], fmt::format("({} / {})", q, dim(out, 3)),
+                fmt::format("({} % {})", q, dim(out, 3))};
+        store_output(out, lin, at, fmt::format("{}[{}]", e, u));
         close();
       }
   };
-  const std::optional<int64_t> row =
-      type(out).shape[3].is_static() ? std::optional(type(out).shape[3].value()) : std::nullopt;
+  std::optional<int64_t> row;  // the item's row, where static (a flat chunk's at most)
+  if (flat)
+    row = type(out).shape[2].is_static() && type(out).shape[3].is_static()
+              ? std::min(kFlatConvChunk, type(out).shape[2].value() * type(out).shape[3].value())
+              : kFlatConvChunk;
+  else if (type(out).shape[3].is_static())
+    row = type(out).shape[3].value();
   vector_variants(
       ct,
       [&](int lanes, int accumulators) {
@@ -465,24 +496,29 @@ std::string Writer::body_conv_tiles(const Stage& s) {
             nv = std::min(vectors, std::max<int64_t>(1, accumulators / mb));
         }
         if (nv == 1) {
-          open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, lanes));
+          open(fmt::format("for (int64_t q0 = {}; q0 < {}; q0 += {})", qs, qe, lanes));
           step(lanes, 1);
           close();
           return;
         }
+        // A flat chunk's steps end where its outputs do (the image's last chunk is shorter).
         const int64_t full = vectors / nv, rest = vectors % nv;
-        open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", full * nv * lanes, nv * lanes));
+        const std::string first_rest = iadd(qs, std::to_string(full * nv * lanes));
+        open(fmt::format("for (int64_t q0 = {}; q0 < {}{}; q0 += {})", qs, first_rest,
+                         flat ? " && q0 < qe" : "", nv * lanes));
         step(lanes, nv);
         close();
         if (rest > 0) {
           open("");
-          line(fmt::format("const int64_t q0 = {};", full * nv * lanes));
+          line(fmt::format("const int64_t q0 = {};", first_rest));
+          if (flat) open("if (q0 < qe)");
           step(lanes, rest);
+          if (flat) close();
           close();
         }
       },
-      row, /*wide=*/mb > 1 && sw == 1);
-  return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
+      row, /*wide=*/mb > 1 && sw <= 2);
+  return fmt::format("{} * {} * {}", dim(out, 0), blocks, rows);
 }
 
 // CUDA: a 2-D convolution as an implicit GEMM per group, C[m][p] = sum over k of A[m][k] B[k][p]:

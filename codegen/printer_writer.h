@@ -112,6 +112,8 @@ inline constexpr int kTileAccumulatorsAvx512 = 16;  // the same of AVX-512's 32 
 // A twin convolution shares its weights across several vectors of a row where each output sums
 // at least this many products (body_conv_tiles).
 inline constexpr int64_t kSharedReduction = 64;
+// Output pixels per item of a 1x1 convolution the twin takes as one row (body_conv_tiles).
+inline constexpr int64_t kFlatConvChunk = 512;
 inline constexpr int64_t kPoolChunk = 64;     // outputs of a row a twin pooling item keeps at once
 inline constexpr int64_t kPointwiseRow = 16;  // the shortest static last axis pointwise_rows takes
 inline constexpr int kAttentionWarps = 8;     // CUDA attention: query rows per item, a warp each
