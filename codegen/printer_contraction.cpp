@@ -71,8 +71,8 @@ std::string Writer::body_matmul_element(const Stage& s) {
 // The CPU form. Where B's rows are contiguous, one item per block of `mb` output rows, in
 // register tiles: two vectors of columns at a time, their mb x 2 vectors of sums in registers
 // (named variables of the compilers' vector extension) over all of K, so each load of B feeds
-// mb multiply-adds. Where B is transposed (Gemm transB), one item per row, a dot product per
-// column.
+// mb multiply-adds. Where B is transposed (Gemm transB), one item per kDotChunk columns of a
+// row, a dot product per column.
 std::string Writer::body_matmul_rows(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   Contraction c = contraction(g_, n);
@@ -92,9 +92,18 @@ std::string Writer::body_matmul_rows(const Stage& s) {
   }
   std::string rows = "1";
   for (const std::string& d : rdims) rows = imul(rows, d);
-  Index ridx = decompose("i", rdims, rone);
   std::string ct = compute_type({type(out).dtype});
   std::string N = dim(out, ro - 1);
+  // Where B is transposed, an item takes kDotChunk columns of its row, so that one row (a
+  // classifier at batch 1) still splits across threads. `item` numbers the rows.
+  std::string item = "i", chunks;
+  if (!b_rows) {
+    chunks = fmt::format("(({} + {}) / {})", N, kDotChunk - 1, kDotChunk);
+    line(fmt::format("const int64_t nc = i % {};", chunks));
+    line(fmt::format("const int64_t ir = i / {};", chunks));
+    item = "ir";
+  }
+  Index ridx = decompose(item, rdims, rone);
   std::string m = ridx.empty() ? "0" : ridx.back();
   if (mb > 1) {
     line(fmt::format("const int64_t m0 = {} * {};", m, mb));
@@ -121,7 +130,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     sbk = dim(c.b, rb - 1);
     sbn = "1";
   }
-  row_work_ = imul(imul(N, K), std::to_string(mb));
+  row_work_ = imul(imul(b_rows ? N : std::to_string(kDotChunk), K), std::to_string(mb));
   line(fmt::format("const {}* a = {} + {};", buffer_type(c.a), ptr(c.a), abase));
   line(fmt::format("const {}* b = {} + {};", buffer_type(c.b), ptr(c.b), bbase));
   // Element (row m + r, col) once, from an accumulator in the compute type, whatever the
@@ -138,7 +147,8 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     Index at = ridx;
     at.back() = row;
     at.push_back(col);
-    std::string lin = iadd(imul(mb > 1 ? fmt::format("(i * {} + {})", mb, r) : "i", N), col);
+    std::string lin =
+        iadd(imul(mb > 1 ? fmt::format("({} * {} + {})", item, mb, r) : item, N), col);
     store_output(out, lin, at, v);
   };
   if (b_rows) {
@@ -199,7 +209,9 @@ std::string Writer::body_matmul_rows(const Stage& s) {
       close();
     });
   } else {
-    open(fmt::format("for (int64_t n = 0; n < {}; ++n)", N));
+    line(fmt::format("const int64_t n1 = {} - nc * {} < {} ? {} : nc * {} + {};", N, kDotChunk,
+                     kDotChunk, N, kDotChunk, kDotChunk));
+    open(fmt::format("for (int64_t n = nc * {}; n < n1; ++n)", kDotChunk));
     line(fmt::format("const {}* br = b + {};", buffer_type(c.b), imul("n", sbn)));
     line(fmt::format("{} acc = 0;", ct));
     line("#pragma omp simd reduction(+ : acc)");
@@ -208,7 +220,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     store(0, "n", "acc");
     close();
   }
-  return rows;
+  return b_rows ? rows : imul(rows, chunks);
 }
 
 std::vector<ir::structured::WindowAxis> window_of(const ir::Graph& g, const ir::Node& n,

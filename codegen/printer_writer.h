@@ -112,6 +112,8 @@ inline constexpr int kTileAccumulatorsAvx512 = 16;  // the same of AVX-512's 32 
 // A twin convolution shares its weights across several vectors of a row where each output sums
 // at least this many products (body_conv_tiles).
 inline constexpr int64_t kSharedReduction = 64;
+// Columns per item of a twin matrix product whose B is transposed (body_matmul_rows).
+inline constexpr int64_t kDotChunk = 64;
 // Output pixels per item of a 1x1 convolution the twin takes as one row (body_conv_tiles).
 inline constexpr int64_t kFlatConvChunk = 512;
 inline constexpr int64_t kPoolChunk = 64;     // outputs of a row a twin pooling item keeps at once

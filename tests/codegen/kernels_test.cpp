@@ -821,20 +821,23 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
     ValueId c3 = b.input("c", DType::f32, {Dim(3)});
     b.output(b.op("Gemm", {a, wt, b.op("Neg", {b.op("Abs", {c3})})},
                   {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}}));
+    // 131 columns: the twin's items of 64 columns of a row, the last of 3.
+    ValueId wt131 = b.input("wt131", DType::f32, {Dim(131), Dim(13)});
+    b.output(b.op("Relu", {b.op("Gemm", {a, wt131}, {{"transB", int64_t{1}}})}));
     ir::Graph g = std::move(b).finish();
     // The MatMul's loops compute the bias and Gelu where they store: no pass of their own.
     std::string cpu = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu);
     CHECK(cpu.find("with stage 1's epilogue Mul") != std::string::npos);
-    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}});
+    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}, {131, 13}});
     codegen::PlanOptions separate;  // the epilogue as a pass of its own
     separate.epilogues_in_contractions = false;
     CHECK(codegen::print_kernels(codegen::make_plan(g, separate), codegen::Target::Cpu)
               .find("'s epilogue") == std::string::npos);
-    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}}, separate);
+    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}, {131, 13}}, separate);
     // The same through CBLAS (EQFUSE_BLAS=1), where this machine has one: -lblas and cblas.h
     // come with Debian's libblas-dev, which CBC's packages pull in.
     ::setenv("EQFUSE_BLAS", "1", 1);
-    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}});
+    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}, {131, 13}});
     ::unsetenv("EQFUSE_BLAS");
   }
 }
