@@ -176,6 +176,12 @@ std::string Writer::scalar(const ir::Node& n, const Index& idx) {
     operands[size_t(k)] = storage_type(type(in).dtype) == ct ? v : "(" + ct + ")" + v;
   }
   std::string expr = print_scalar(*e, ct, operands);
+  // Pow by a weight that is 2 (LayerNorm's variance as exported): one rounded product, as the
+  // interpreter's pow in double rounds it, instead of a call to powf for every element.
+  if (n.op_type == "Pow" && is_floating(type(out).dtype) && n.inputs.size() == 2 &&
+      g_.value(n.inputs[1]).is_weight() && type(n.inputs[1]).shape.numel() == int64_t{1} &&
+      g_.weight_data(n.inputs[1])->get(0) == 2.0)
+    expr = fmt::format("eqf_mul({}, {})", operands[0], operands[0]);
   std::string st = storage_type(type(out).dtype);
   std::string var = fresh("t");
   if (type(out).dtype == DType::boolean)

@@ -7,13 +7,16 @@ std::string Writer::row_reduction(const std::string& op, const std::string& ct,
                                   const std::string& count, const RowPass& pass) {
   std::string acc = fresh("acc");
   const bool is_max = op == "ReduceMax", is_min = op == "ReduceMin";
+  const bool simd_sums = target_ == Target::Cpu && (ct == "float" || ct == "double");
   if (op == "ReduceLogSumExp") {
     std::string m = fresh("m");
     line(fmt::format("{} {} = ({})(-INFINITY);", ct, m, ct));
     pass([&](const std::string& x) { line(fmt::format("{} = eqf_max({}, {});", m, m, x)); });
     row_combine("max", m);
     line(fmt::format("{} {} = {};", ct, acc, literal(0, ct)));
+    if (simd_sums) simd_sum_ = acc;
     pass([&](const std::string& x) { line(fmt::format("{} += eqf_exp({} - {});", acc, x, m)); });
+    simd_sum_.clear();
     row_combine("sum", acc);
     return fmt::format("{} + eqf_log({})", m, acc);
   }
@@ -22,6 +25,7 @@ std::string Writer::row_reduction(const std::string& op, const std::string& ct,
                            : op == "ReduceProd" ? literal(1, ct)
                                                 : literal(0, ct);
   line(fmt::format("{} {} = {};", ct, acc, init));
+  if (simd_sums && !is_max && !is_min && op != "ReduceProd") simd_sum_ = acc;
   pass([&](const std::string& x) {
     if (is_max)
       line(fmt::format("{} = eqf_max({}, {});", acc, acc, x));
@@ -36,6 +40,7 @@ std::string Writer::row_reduction(const std::string& op, const std::string& ct,
     else
       line(fmt::format("{} += {};", acc, x));
   });
+  simd_sum_.clear();
   row_combine(is_max ? "max" : is_min ? "min" : op == "ReduceProd" ? "prod" : "sum", acc);
   if (op == "ReduceMean") return fmt::format("{} / ({})({})", acc, ct, count);
   if (op == "ReduceL2") return fmt::format("eqf_sqrt({})", acc);
@@ -171,9 +176,11 @@ std::string Writer::body_reduce(const Stage& s) {
       const Index tail = decompose(j, row_dims, row_one);
       for (size_t q = 0; q < loops.size(); ++q) in_idx[loops[q]] = tail[q];
     } else {
-      for (size_t k : loops)
+      for (size_t k : loops) {
+        if (k == loops.back()) simd_sum_loop();  // the innermost loop
         open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", in_idx[k], in_idx[k], dim(in, k),
                          in_idx[k]));
+      }
       if (loops.empty()) open("");
     }
     std::string x = elem(in, in_idx);

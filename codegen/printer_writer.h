@@ -510,7 +510,10 @@ class Writer {
     return p;
   }
   void open_row(RowPasses& p) {
-    if (!p.chunks) return open(row_loop(p.j, p.extent));
+    if (!p.chunks) {
+      simd_sum_loop();
+      return open(row_loop(p.j, p.extent));
+    }
     p.chunk = fresh("c");
     line("#pragma unroll");
     open(fmt::format("for (int {} = 0; {} < {}; ++{})", p.chunk, p.chunk, p.chunks, p.chunk));
@@ -560,6 +563,14 @@ class Writer {
   using RowPass = std::function<void(const std::function<void(const std::string&)>&)>;
   std::string row_reduction(const std::string& op, const std::string& ct, const std::string& count,
                             const RowPass& pass);
+  // The C++ twin's sum of a row in floating point: the accumulator that the next loop a pass
+  // opens sums, which simd_sum_loop declares to OpenMP so that the compiler may vectorize it
+  // (reordering the sum, as a warp's lanes do on CUDA); "" none.
+  std::string simd_sum_;
+  void simd_sum_loop() {
+    if (!simd_sum_.empty()) line(fmt::format("#pragma omp simd reduction(+ : {})", simd_sum_));
+    simd_sum_.clear();
+  }
 
   std::string elem(ValueId v, const Index& idx);
   std::string elem_uncached(ValueId v, const Index& idx);  // elem's computation or load
