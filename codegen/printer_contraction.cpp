@@ -68,24 +68,45 @@ std::string Writer::body_matmul_element(const Stage& s) {
   return numel(out);
 }
 
-// The CPU form. Where B's rows are contiguous, one item per block of `mb` output rows, in
-// register tiles: two vectors of columns at a time, their mb x 2 vectors of sums in registers
-// (named variables of the compilers' vector extension) over all of K, so each load of B feeds
-// mb multiply-adds. Where B is transposed (Gemm transB), one item per kDotChunk columns of a
-// row, a dot product per column.
+// The CPU form. Where B's rows are contiguous, one item per block of `mb` output rows (rows of
+// the whole batch where B is one matrix), in register tiles: 2 to 4 vectors of columns at a
+// time, their sums in registers (named variables of the compilers' vector extension) over all
+// of K, so each load of B feeds mb multiply-adds. Where B is transposed (Gemm transB), one item
+// per kDotChunk columns of a row, a dot product per column.
 std::string Writer::body_matmul_rows(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   Contraction c = contraction(g_, n);
   ValueId out = s.output;
   size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
   const bool b_rows = !(c.gemm && c.trans_b);  // B's rows (along N) are contiguous
-  const ir::Dim& row_dim = type(out).shape[ro - 2];
+  // A batch of matrices times one matrix (weights): the rows of the whole batch are one matrix of
+  // rows, so that a batch of single rows ([64, 1, K] x [K, N]) still fills the tiles.
+  bool flat = !c.gemm && rb == 2 && ra == ro && ro > 2;
+  for (size_t k = 0; flat && k + 2 < ro; ++k)
+    flat = type(c.a).shape[k].sym() == type(out).shape[k].sym();
+  ir::Dim row_dim = type(out).shape[ro - 2];
+  std::vector<std::string> lead;  // the output's dims but the last
+  std::vector<bool> lead_one;
+  for (size_t k = 0; k + 1 < ro; ++k) {
+    lead.push_back(dim(out, k));
+    lead_one.push_back(dim_is_one(out, k));
+    if (flat && k + 2 < ro)
+      row_dim = row_dim.is_static() && type(out).shape[k].is_static()
+                    ? ir::Dim(row_dim.value() * type(out).shape[k].value())
+                    : ir::Dim::symbol("rows");
+  }
   // Rows per item: two vectors of sums per row, kTileAccumulators in all.
   int64_t mb = b_rows && row_dim.is_static() ? kTileAccumulators / 2 : 1;
   while (row_dim.is_static() && row_dim.value() % mb != 0) mb /= 2;
   std::vector<std::string> rdims;
   std::vector<bool> rone;
-  for (size_t k = 0; k + 1 < ro; ++k) {
+  if (flat) {
+    std::string all = "1";
+    for (const std::string& d : lead) all = imul(all, d);
+    rdims.push_back(mb > 1 ? fmt::format("({} / {})", all, mb) : all);
+    rone.push_back(false);
+  }
+  for (size_t k = 0; !flat && k + 1 < ro; ++k) {
     rdims.push_back(k + 2 == ro && mb > 1 ? fmt::format("({} / {})", dim(out, k), mb)
                                           : dim(out, k));
     rone.push_back(dim_is_one(out, k) && !(k + 2 == ro && mb > 1));
@@ -119,6 +140,14 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     bbase = "0";
     sbk = c.trans_b ? "1" : dim(c.b, 1);
     sbn = c.trans_b ? dim(c.b, 1) : "1";
+  } else if (flat) {
+    K = dim(c.a, ra - 1);
+    abase = imul(m, K);
+    sak = "1";
+    sam = K;
+    bbase = "0";
+    sbk = dim(c.b, 1);
+    sbn = "1";
   } else {
     K = dim(c.a, ra - 1);
     size_t batch = ro - 2;
@@ -135,6 +164,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
   line(fmt::format("const {}* b = {} + {};", buffer_type(c.b), ptr(c.b), bbase));
   // Element (row m + r, col) once, from an accumulator in the compute type, whatever the
   // buffer's type.
+  std::vector<Index> flat_at;  // where flat, the output index of each of the tile's rows
   auto store = [&](int64_t r, const std::string& col, const std::string& acc) {
     std::string row = iadd(m, std::to_string(r));
     std::string v = acc;
@@ -144,8 +174,8 @@ std::string Writer::body_matmul_rows(const Stage& s) {
         v += fmt::format(" + {} * ({}){}", literal(c.beta, ct), ct,
                          elem(c.c, broadcast_index(c.c, Index{row, col})));
     }
-    Index at = ridx;
-    at.back() = row;
+    Index at = flat ? flat_at.at(size_t(r)) : ridx;
+    if (!flat) at.back() = row;
     at.push_back(col);
     std::string lin =
         iadd(imul(mb > 1 ? fmt::format("({} * {} + {})", item, mb, r) : item, N), col);
@@ -195,7 +225,9 @@ std::string Writer::body_matmul_rows(const Stage& s) {
       close();
       // Each vector's elements stored (and their epilogue computed) by a loop, not unrolled:
       // the epilogue is printed once per vector.
-      for (int64_t r = 0; r < mb; ++r)
+      flat_at.clear();
+      for (int64_t r = 0; r < mb; ++r) {
+        if (flat) flat_at.push_back(decompose(iadd(m, std::to_string(r)), lead, lead_one));
         for (int h = 0; h < vectors; ++h) {
           std::string u = fresh("u"), e = fresh("e");
           // Through an array: indexing the vector itself by a variable would keep it in memory
@@ -206,6 +238,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
           store(r, fmt::format("(n0 + {} + {})", h * lanes, u), fmt::format("{}[{}]", e, u));
           close();
         }
+      }
       close();
     });
   } else {

@@ -824,20 +824,55 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
     // 131 columns: the twin's items of 64 columns of a row, the last of 3.
     ValueId wt131 = b.input("wt131", DType::f32, {Dim(131), Dim(13)});
     b.output(b.op("Relu", {b.op("Gemm", {a, wt131}, {{"transB", int64_t{1}}})}));
+    // A batch of 4 x m rows times one matrix: the twin's tiles take rows across the batch (4 at
+    // once for m = 1), their epilogue reading an operand that varies along the batch alone.
+    ValueId x4 = b.input("x4", DType::f32, {Dim(4), Dim(m), Dim(13)});
+    ValueId w70 = b.input("w70", DType::f32, {Dim(13), Dim(70)});
+    ValueId per_batch = b.input("per_batch", DType::f32, {Dim(4), Dim(1), Dim(1)});
+    b.output(kernel(b, "(Mul (MatMul ?0 ?1) ?2)", {x4, w70, per_batch}));
     ir::Graph g = std::move(b).finish();
     // The MatMul's loops compute the bias and Gelu where they store: no pass of their own.
     std::string cpu = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu);
     CHECK(cpu.find("with stage 1's epilogue Mul") != std::string::npos);
-    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}, {131, 13}});
+    check_twin(g, {{2, m, 13},
+                   {13, 5},
+                   {5},
+                   {m, 13},
+                   {3, 13},
+                   {3},
+                   {131, 13},
+                   {4, m, 13},
+                   {13, 70},
+                   {4, 1, 1}});
     codegen::PlanOptions separate;  // the epilogue as a pass of its own
     separate.epilogues_in_contractions = false;
     CHECK(codegen::print_kernels(codegen::make_plan(g, separate), codegen::Target::Cpu)
               .find("'s epilogue") == std::string::npos);
-    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}, {131, 13}}, separate);
+    check_twin(g,
+               {{2, m, 13},
+                {13, 5},
+                {5},
+                {m, 13},
+                {3, 13},
+                {3},
+                {131, 13},
+                {4, m, 13},
+                {13, 70},
+                {4, 1, 1}},
+               separate);
     // The same through CBLAS (EQFUSE_BLAS=1), where this machine has one: -lblas and cblas.h
     // come with Debian's libblas-dev, which CBC's packages pull in.
     ::setenv("EQFUSE_BLAS", "1", 1);
-    check_twin(g, {{2, m, 13}, {13, 5}, {5}, {m, 13}, {3, 13}, {3}, {131, 13}});
+    check_twin(g, {{2, m, 13},
+                   {13, 5},
+                   {5},
+                   {m, 13},
+                   {3, 13},
+                   {3},
+                   {131, 13},
+                   {4, m, 13},
+                   {13, 70},
+                   {4, 1, 1}});
     ::unsetenv("EQFUSE_BLAS");
   }
 }
