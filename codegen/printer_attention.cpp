@@ -9,10 +9,11 @@ namespace eqfuse::codegen::detail {
 // scores for the block are computed and put through the pointwise work between Q·K and the
 // Softmax, and folded into the row's running maximum m, sum l and row of sums acc, rescaling
 // what came before by exp(m_old - m_new): FlashAttention's online softmax.
-// On the CPU an item is 32 rows, a block 64 keys, and the loops over keys and over V's row
-// vectorize. On CUDA an item is a thread block of 8 warps, a warp per row; the block's threads
-// load a block of 32 keys' K and V into shared memory together, a lane's score is its key's,
-// and the lanes share out V's row.
+// On the CPU an item is 32 rows and a block 64 keys; a row's scores for the block, and its
+// sums along V's row (padded to whole vectors), are vectors held in registers (vector_variants)
+// while the depth, or the block's keys, go by. On CUDA an item is a thread block of 8 warps, a warp
+// per row; the block's threads load a block of 32 keys' K and V into shared memory together, a
+// lane's score is its key's, and the lanes share out V's row.
 std::string Writer::body_attention(const Stage& s) {
   const ir::Node& pv = g_.node(s.node);
   const ir::Node& qk = g_.node(s.attention->scores);
@@ -67,15 +68,17 @@ std::string Writer::body_attention(const Stage& s) {
     std::string nr = fresh("nr"), qt = fresh("qt"), m = fresh("m"), l = fresh("l"),
                 acc = fresh("acc"), kt = fresh("kt"), vt = fresh("vt"), sc = fresh("sc"),
                 row = fresh("row");
+    // Rows of V and of the sums padded with zeros to whole 64-byte vectors.
+    const int64_t wp = (width + 15) / 16 * 16;
     line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", nr, rows, r0, tile_rows,
                      rows, r0, tile_rows));
     line(fmt::format("float {}[{}][{}], {}[{}], {}[{}], {}[{}][{}];", qt, tile_rows, depth, m,
-                     tile_rows, l, tile_rows, acc, tile_rows, width));
+                     tile_rows, l, tile_rows, acc, tile_rows, wp));
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", row, row, nr, row));
     line(fmt::format("{}[{}] = -INFINITY;", m, row));
     line(fmt::format("{}[{}] = 0;", l, row));
-    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] = 0;", d, d, width, d, acc,
-                     row, d));
+    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] = 0;", d, d, wp, d, acc, row,
+                     d));
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, depth, d));
     line(fmt::format("{}[{}][{}] = {};", qt, row, d, load(q, "(" + r0 + " + " + row + ")", d)));
     close();
@@ -83,7 +86,7 @@ std::string Writer::body_attention(const Stage& s) {
     open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", j0, j0, keys, j0, block));
     line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", nb, keys, j0, block, keys,
                      j0, block));
-    line(fmt::format("float {}[{}][{}], {}[{}][{}];", kt, depth, block, vt, block, width));
+    line(fmt::format("float {}[{}][{}], {}[{}][{}];", kt, depth, block, vt, block, wp));
     const std::string key = "(" + j0 + " + " + jj + ")";
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, depth, d));
@@ -92,36 +95,77 @@ std::string Writer::body_attention(const Stage& s) {
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, width, d));
     line(fmt::format("{}[{}][{}] = {};", vt, jj, d, load(v, key, d)));
     close();
+    if (wp > width)
+      line(fmt::format("for (int64_t {} = {}; {} < {}; ++{}) {}[{}][{}] = 0;", d, width, d, wp, d,
+                       vt, jj, d));
+    close();
+    // A short last block's other keys are zeros, which the scores' whole vectors read.
+    open(fmt::format("for (int64_t {} = {}; {} < {}; ++{})", jj, nb, jj, block, jj));
+    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] = 0;", d, d, depth, d, kt, d,
+                     jj));
     close();
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", row, row, nr, row));
     line(fmt::format("float {}[{}];", sc, block));
-    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}] = 0;", jj, jj, nb, jj, sc, jj));
-    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, depth, d));
-    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}] += {}[{}][{}] * {}[{}][{}];", jj,
-                     jj, nb, jj, sc, jj, qt, row, d, kt, d, jj));
-    close();
-    line(fmt::format("float {} = {}[{}];", bm, m, row));
+    // The row's scores for the block: its vectors of sums in registers over the depth.
+    vector_variants("float", [&](int lanes, int) {
+      const int64_t nv = block / lanes;
+      for (int64_t u = 0; u < nv; ++u) line(fmt::format("vec s{} = (vec){{}};", u));
+      open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, depth, d));
+      line(fmt::format("const float qd = {}[{}][{}];", qt, row, d));
+      for (int64_t u = 0; u < nv; ++u) {
+        line(fmt::format("vec k{}; memcpy(&k{}, &{}[{}][{}], sizeof(vec));", u, u, kt, d,
+                         u * lanes));
+        line(fmt::format("s{} += qd * k{};", u, u));
+      }
+      close();
+      for (int64_t u = 0; u < nv; ++u)
+        line(fmt::format("memcpy(&{}[{}], &s{}, sizeof(vec));", sc, u * lanes, u));
+    });
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
     std::string x = logit("(" + r0 + " + " + row + ")", key, sc + "[" + jj + "]");
     line(fmt::format("{}[{}] = (float){};", sc, jj, x));
-    line(fmt::format("{} = eqf_max({}, {}[{}]);", bm, bm, sc, jj));
     close();
+    line(fmt::format("float {} = {}[{}];", bm, m, row));
+    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {} = eqf_max({}, {}[{}]);", jj, jj, nb,
+                     jj, bm, bm, sc, jj));
     line(fmt::format("const float {} = {} == -INFINITY ? 1.0f : eqf_exp({}[{}] - {});", alpha, bm,
                      m, row, bm));
-    line(fmt::format("{}[{}] *= {};", l, row, alpha));
-    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] *= {};", d, d, width, d, acc,
-                     row, d, alpha));
-    // The weights first, in a loop of their own that vector math takes whole, then their sums.
+    // The weights first, in a loop of their own that vector math takes whole, then their sum.
     line(
         fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}] = {} == -INFINITY ? 0.0f : "
                     "eqf_exp({}[{}] - {});",
                     jj, jj, nb, jj, sc, jj, bm, sc, jj, bm));
-    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
-    line(fmt::format("const float {} = {}[{}];", p, sc, jj));
-    line(fmt::format("{}[{}] += {};", l, row, p));
-    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] += {} * {}[{}][{}];", d, d,
-                     width, d, acc, row, d, p, vt, jj, d));
-    close();
+    std::string ls = fresh("ls");
+    line(fmt::format("float {} = 0;", ls));
+    line(fmt::format("#pragma omp simd reduction(+ : {})", ls));
+    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {} += {}[{}];", jj, jj, nb, jj, ls, sc,
+                     jj));
+    line(fmt::format("{}[{}] = {}[{}] * {} + {};", l, row, l, row, alpha, ls));
+    // The row's sums, rescaled, then the block's weighted rows of V added, in registers a chunk
+    // of at most 8 vectors at a time.
+    vector_variants("float", [&](int lanes, int) {
+      int64_t nv = std::min<int64_t>(8, wp / lanes);
+      while ((wp / lanes) % nv != 0) --nv;
+      std::string d0 = fresh("d");
+      open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", d0, d0, wp, d0, nv * lanes));
+      for (int64_t u = 0; u < nv; ++u) {
+        line(fmt::format("vec a{}; memcpy(&a{}, &{}[{}][{} + {}], sizeof(vec));", u, u, acc, row,
+                         d0, u * lanes));
+        line(fmt::format("a{} *= {};", u, alpha));
+      }
+      open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
+      line(fmt::format("const float {} = {}[{}];", p, sc, jj));
+      for (int64_t u = 0; u < nv; ++u) {
+        line(fmt::format("vec w{}; memcpy(&w{}, &{}[{}][{} + {}], sizeof(vec));", u, u, vt, jj, d0,
+                         u * lanes));
+        line(fmt::format("a{} += {} * w{};", u, p, u));
+      }
+      close();
+      for (int64_t u = 0; u < nv; ++u)
+        line(fmt::format("memcpy(&{}[{}][{} + {}], &a{}, sizeof(vec));", acc, row, d0, u * lanes,
+                         u));
+      close();
+    });
     line(fmt::format("{}[{}] = {};", m, row, bm));
     close();
     close();

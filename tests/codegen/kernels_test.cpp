@@ -983,10 +983,16 @@ TEST_CASE("attention with and without a mask") {
                 .find("attention") == std::string::npos);
       std::vector<std::vector<int64_t>> dims = {
           {2, 3, queries, 8}, {2, 3, 67, 8}, {2, 3, 67, 5}, {queries, 67}};
-      check_twin(g, dims);
+      for_each_vector_width([&] { check_twin(g, dims); });
       check_twin(g, dims, separate);
     }
   }
+  // V's rows of 40: the twin's sums in chunks of vectors of 48 (3 of 16, 6 of 8, 6 of 4), over
+  // three blocks of keys, the last of 2.
+  ir::Graph wide = attention_graph("additive", 2, 37, 130, 16, 40);
+  for_each_vector_width([&] {
+    check_twin(wide, {{2, 2, 37, 16}, {2, 2, 130, 16}, {2, 2, 130, 40}, {37, 130}});
+  });
 }
 
 TEST_CASE("CUDA attention on tensor cores at 16 bits: masks, partial tiles, padded heads") {
