@@ -15,29 +15,29 @@
 //                       |                                      | last partial group: one by
 //                       |                                      | one)
 //   Softmax, LayerNorm  | one item per row, serial row loops   | a warp per row, lanes stride
-//                       |                                      | the row, shuffles combine;
+//                       | (sums: omp simd reductions)          | the row, shuffles combine;
 //                       |                                      | static rows over 1024: a
 //                       |                                      | block per row, shuffles then
 //                       |                                      | shared memory combine
 //   Reduce* over the    | an item per output, serial loops     | rows of 32 or more: a warp
-//   last axes, ArgMax,  |                                      | per output (over 1024: a
+//   last axes, ArgMax,  | (sums: omp simd reductions)          | per output (over 1024: a
 //   ArgMin              |                                      | block), combined as above
 //                       |                                      | (ArgMax: extreme and index)
 //   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched
-//                       | rows, register tiles of two vectors  | call (batch dims equal or
-//                       | of columns (up to four where the     | broadcast whole): SGEMM for
-//                       | tile's accumulators allow; transB: a | f32 buffers, GemmEx (f32
-//                       | dot product per column); with        | accumulate) for f16/bf16;
-//                       | EQFUSE_CBLAS, CBLAS SGEMM per batch  | with a bias, ReLU or added
-//                       | entry (f32 buffers only)             | matrix after it: cuBLASLt
-//                       |                                      | with that epilogue (trees);
-//                       |                                      | else a thread per element
+//                       | rows (of the whole batch where B is  | call (batch dims equal or
+//                       | one matrix), register tiles of two   | broadcast whole): SGEMM for
+//                       | vectors of columns (up to four where | f32 buffers, GemmEx (f32
+//                       | the tile's accumulators allow;       | accumulate) for f16/bf16;
+//                       | transB: an item per 64 columns of a  | with a bias, ReLU or added
+//                       | row, a dot product per column); with | matrix after it: cuBLASLt
+//                       | EQFUSE_CBLAS, CBLAS SGEMM per batch  | with that epilogue (trees);
+//                       | entry (f32 buffers only)             | else a thread per element
 //   attention           | an item per 32 query rows; blocks of | a thread block per 8 query
-//   softmax(S)·V        | 64 keys, K and V tiles in arrays,    | rows, a warp per row; K and V
-//                       | scores in an array, the running      | tiles of 32 keys in shared
-//                       | max/sum rescale the row of sums over | memory (__syncthreads), a
-//                       | V (online softmax)                   | lane's score is its key's,
-//                       |                                      | shuffles combine and share
+//   softmax(S)·V        | 64 keys, K and V tiles in arrays, a  | rows, a warp per row; K and V
+//                       | row's scores and its sums along V in | tiles of 32 keys in shared
+//                       | vector registers, the running        | memory (__syncthreads), a
+//                       | max/sum rescale the sums (online     | lane's score is its key's,
+//                       | softmax)                             | shuffles combine and share
 //                       |                                      | out V's row; 16-bit Q, K, V
 //                       |                                      | (--precision): tensor cores,
 //                       |                                      | mma.sync m16n8k16, 16 rows
@@ -46,15 +46,15 @@
 //   2-D pooling         | an output row per item, the taps     | an output element per thread
 //                       | outside, the row in chunks of 64     |
 //   2-D Conv            | one item per block of up to 8 output | an implicit GEMM: a thread
-//                       | channels of one output row, register | block per tile of 128, 64 or
-//                       | tiles of one vector along the row    | 32 channels by 64 pixels,
-//                       | (sums of 64 or more products: as     | 16-k slices in shared memory,
-//                       | many vectors as the tile holds)      | register tiles (16-bit
-//                       |                                      | operands: mma.sync m16n8k16
-//                       |                                      | fragments, 8 warps a tile);
-//                       |                                      | the run picks
-//                       |                                      | the largest size with 132
-//                       |                                      | tiles (depthwise: a thread
+//                       | channels of one output row (1x1,     | block per tile of 128, 64 or
+//                       | stride 1, unpadded: 512 pixels of    | 32 channels by 64 pixels,
+//                       | the image as one row), register      | 16-k slices in shared memory,
+//                       | tiles of one vector along the row    | register tiles (16-bit
+//                       | (sums of 64 or more products: as     | operands: mma.sync m16n8k16
+//                       | many vectors as the tile holds);     | fragments, 8 warps a tile);
+//                       | edge tiles load through masks        | the run picks
+//                       | (AVX-512, AVX), a stride of 2 as the | the largest size with 132
+//                       | even lanes of two loads              | tiles (depthwise: a thread
 //                       |                                      | per output element); with
 //                       |                                      | EQFUSE_CUDNN also cuDNN and
 //                       |                                      | a finish kernel, and cuDNN's
@@ -66,7 +66,8 @@
 //   tile vectors        | 64 bytes with AVX-512 (a conv: 32    | -
 //                       | where a row fits them better or its  |
 //                       | loads are gathered), 32 with AVX,    |
-//                       | else 16 (#if)                        |
+//                       | else 16 (#if); each loaded operand   |
+//                       | pinned in a register                 |
 //   math functions      | <math.h>; glibc's vector math where  | CUDA's device math
 //                       | a loop vectorizes (x86-64, GCC)      |
 //
