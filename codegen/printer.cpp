@@ -169,19 +169,22 @@ std::string Writer::scalar(const ir::Node& n, const Index& idx) {
   std::string ct = compute_type(types);
   std::set<int64_t> refs;
   input_refs(*e, refs);
+  // Pow by a weight that is 2 (LayerNorm's variance as exported): one rounded product, as the
+  // interpreter's pow in double rounds it, instead of a call to powf for every element. The
+  // exponent, a weight of one element, is read here and not loaded by the code.
+  const bool square = n.op_type == "Pow" && is_floating(type(out).dtype) && n.inputs.size() == 2 &&
+                      g_.value(n.inputs[1]).is_weight() &&
+                      type(n.inputs[1]).shape.numel() == int64_t{1} &&
+                      g_.weight_data(n.inputs[1])->get(0) == 2.0;
+  if (square) refs = {0};
   std::vector<std::string> operands(n.inputs.size());
   for (int64_t k : refs) {
     ValueId in = n.inputs.at(size_t(k));
     std::string v = elem(in, broadcast_index(in, idx));
     operands[size_t(k)] = storage_type(type(in).dtype) == ct ? v : "(" + ct + ")" + v;
   }
-  std::string expr = print_scalar(*e, ct, operands);
-  // Pow by a weight that is 2 (LayerNorm's variance as exported): one rounded product, as the
-  // interpreter's pow in double rounds it, instead of a call to powf for every element.
-  if (n.op_type == "Pow" && is_floating(type(out).dtype) && n.inputs.size() == 2 &&
-      g_.value(n.inputs[1]).is_weight() && type(n.inputs[1]).shape.numel() == int64_t{1} &&
-      g_.weight_data(n.inputs[1])->get(0) == 2.0)
-    expr = fmt::format("eqf_mul({}, {})", operands[0], operands[0]);
+  std::string expr = square ? fmt::format("eqf_mul({}, {})", operands[0], operands[0])
+                            : print_scalar(*e, ct, operands);
   std::string st = storage_type(type(out).dtype);
   std::string var = fresh("t");
   if (type(out).dtype == DType::boolean)
