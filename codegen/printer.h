@@ -15,13 +15,13 @@
 //                       |                                      | last partial group: one by
 //                       |                                      | one)
 //   Softmax, LayerNorm  | one item per row, serial row loops   | a warp per row, lanes stride
-//                       | (sums: omp simd reductions)          | the row, shuffles combine;
+//                       |                                      | the row, shuffles combine;
 //                       |                                      | static rows over 1024: a
 //                       |                                      | block per row, shuffles then
 //                       |                                      | shared memory combine
 //   Reduce* over the    | an item per output, serial loops     | rows of 32 or more: a warp
-//   last axes, ArgMax,  | (sums: omp simd reductions)          | per output (over 1024: a
-//   ArgMin              |                                      | block), combined as above
+//   last axes, ArgMax,  | (sums, here and in a rows stage's    | per output (over 1024: a
+//   ArgMin              | reductions: omp simd reductions)     | block), combined as above
 //                       |                                      | (ArgMax: extreme and index)
 //   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched
 //                       | rows (of the whole batch where B is  | call (batch dims equal or
@@ -66,8 +66,9 @@
 //   tile vectors        | 64 bytes with AVX-512 (a conv: 32    | -
 //                       | where a row fits them better or its  |
 //                       | loads are gathered), 32 with AVX,    |
-//                       | else 16 (#if); each loaded operand   |
-//                       | pinned in a register                 |
+//                       | else 16 (#if); the operand a matrix  |
+//                       | or convolution tile loads is pinned  |
+//                       | in a register                        |
 //   math functions      | <math.h>; glibc's vector math where  | CUDA's device math
 //                       | a loop vectorizes (x86-64, GCC)      |
 //

@@ -159,7 +159,10 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     sbk = dim(c.b, rb - 1);
     sbn = "1";
   }
-  row_work_ = imul(imul(b_rows ? N : std::to_string(kDotChunk), K), std::to_string(mb));
+  const ir::Dim& cols = type(out).shape[ro - 1];
+  const bool short_row = cols.is_static() && cols.value() <= kDotChunk;
+  row_work_ =
+      imul(imul(b_rows || short_row ? N : std::to_string(kDotChunk), K), std::to_string(mb));
   line(fmt::format("const {}* a = {} + {};", buffer_type(c.a), ptr(c.a), abase));
   line(fmt::format("const {}* b = {} + {};", buffer_type(c.b), ptr(c.b), bbase));
   // Element (row m + r, col) once, from an accumulator in the compute type, whatever the
@@ -363,12 +366,14 @@ std::string Writer::body_conv_transpose(const Stage& s) {
 }
 
 // The CPU form of a 2-D convolution, in register tiles: one item per (n, block of `mb` output
-// channels of one group, output row). Along the row, a tile of one vector of outputs keeps its
-// mb vectors of sums in registers (named variables of the compilers' vector extension, so that
-// no compiler has to prove an array can live in registers) over every (channel, tap): each
-// input vector feeds mb multiply-adds and each weight a whole vector. A tile whose every tap
-// lies inside the input row loads its inputs directly; an edge tile (padding, the row's end)
-// loads the valid ones and zeros the rest. Operands are contiguous buffers.
+// channels of one group, output row; a 1x1 convolution at stride 1 without padding: a chunk of
+// kFlatConvChunk pixels of the image taken as one row). Along the row, a tile of one vector of
+// outputs keeps its mb vectors of sums in registers (named variables of the compilers' vector
+// extension, so that no compiler has to prove an array can live in registers) over every (channel,
+// tap): each input vector feeds mb multiply-adds and each weight a whole vector. A tile whose every
+// tap lies inside the input row loads its inputs directly (at a stride of 2, f32, two whole
+// vectors' even lanes); an edge tile (padding, the row's end) loads the valid ones and zeros the
+// rest, through masks where the target has them. Operands are contiguous buffers.
 std::string Writer::body_conv_tiles(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   ir::OpContext ctx = ir::make_context(g_, n);
@@ -402,7 +407,13 @@ std::string Writer::body_conv_tiles(const Stage& s) {
       decompose("i", {dim(out, 0), blocks, rows},
                 {dim_is_one(out, 0), mb == 1 && dim_is_one(out, 1), !flat && dim_is_one(out, 2)});
   const std::string oh = flat ? "0" : r[2];  // the output row
-  row_work_ = imul(imul(OW, Cg), std::to_string(mb * taps));
+  // An item's outputs along its row: the row, or at most a flat chunk.
+  const std::string item_row =
+      flat && !(type(out).shape[2].is_static() && type(out).shape[3].is_static() &&
+                type(out).shape[2].value() * type(out).shape[3].value() <= kFlatConvChunk)
+          ? std::to_string(kFlatConvChunk)
+          : OW;
+  row_work_ = imul(imul(item_row, Cg), std::to_string(mb * taps));
   line(fmt::format("const int64_t m0 = {} * {};", r[1], mb));
   line(fmt::format("const int64_t grp = m0 / {};", mg));
   line(fmt::format("const {}* xg = {} + ({} * {} + grp * {}) * {} * {};", buffer_type(x), ptr(x),
@@ -447,7 +458,8 @@ std::string Writer::body_conv_tiles(const Stage& s) {
       // Vectors of inputs along a contiguous row (stride 1) or the even elements of two such
       // (stride 2), loaded whole inside the row and through masks at its edges where the target
       // has them (the prelude's EQF_ macros); element by element elsewhere.
-      const bool row_loads = (sw == 1 || sw == 2) && buffer_type(x) == ct && ct == "float";
+      const bool row_loads =
+          buffer_type(x) == ct && (sw == 1 ? inside || ct == "float" : sw == 2 && ct == "float");
       // What the loads need beyond the vector extension ("" nothing).
       std::string needs;
       if (!inside) needs = "defined(EQF_MASKED_LOADS)";
@@ -562,7 +574,8 @@ std::string Writer::body_conv_tiles(const Stage& s) {
           close();
         }
       },
-      row, /*wide=*/mb > 1 && sw <= 2);
+      row,
+      /*wide=*/mb > 1 && (sw == 1 || (sw == 2 && buffer_type(x) == ct && ct == "float")));
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, rows);
 }
 

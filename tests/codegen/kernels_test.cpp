@@ -988,8 +988,8 @@ TEST_CASE("attention with and without a mask") {
       check_twin(g, dims, separate);
     }
   }
-  // V's rows of 40: the twin's sums in chunks of vectors of 48 (3 of 16, 6 of 8, 6 of 4), over
-  // three blocks of keys, the last of 2.
+  // V's rows of 40, padded to 48: the twin's sums in one chunk of 3 vectors of 16 or 6 of 8, or
+  // at 16 bytes two chunks of 6 vectors of 4, over three blocks of keys, the last of 2.
   ir::Graph wide = attention_graph("additive", 2, 37, 130, 16, 40);
   for_each_vector_width([&] {
     check_twin(wide, {{2, 2, 37, 16}, {2, 2, 130, 16}, {2, 2, 130, 40}, {37, 130}});
@@ -1265,6 +1265,29 @@ TEST_CASE("convolution tiles: inside and edge tiles, strides, dilations, groups"
   for_each_vector_width([&] {
     for (int64_t n : {1, 2})
       check_twin(sg, {{n, 8, 7, 75}, {8, 8, 3, 3}, {n, 3, 9, 61}, {16, 3, 7, 7}, {16}});
+  });
+  // A 1x1 convolution at stride 1 without padding takes its image as one row, in items of 512
+  // pixels: 23 x 29 = 667 pixels make a whole item and one of 155 (with a bias and a residual);
+  // at a run-time height and width, 3 x 5 and 20 x 30 (two items, the second of 88).
+  GraphBuilder pointwise;
+  ValueId px = pointwise.input("x", DType::f32, {Dim::symbol("n"), Dim(8), Dim(23), Dim(29)});
+  ValueId pw = pointwise.input("w", DType::f32, {Dim(12), Dim(8), Dim(1), Dim(1)});
+  ValueId pb = pointwise.input("b", DType::f32, {Dim(12)});
+  ValueId pr = pointwise.input("r", DType::f32, {Dim::symbol("n"), Dim(12), Dim(23), Dim(29)});
+  ValueId hx = pointwise.input("h", DType::f32,
+                               {Dim::symbol("n"), Dim(4), Dim::symbol("hh"), Dim::symbol("ww")});
+  ValueId hw = pointwise.input("hw", DType::f32, {Dim(8), Dim(4), Dim(1), Dim(1)});
+  pointwise.output(pointwise.op("Add", {pointwise.op("Conv", {px, pw, pb}), pr}));
+  pointwise.output(pointwise.op("Relu", {pointwise.op("Conv", {hx, hw})}));
+  ir::Graph pg = std::move(pointwise).finish();
+  for_each_vector_width([&] {
+    for (std::vector<int64_t> hw_dims : {std::vector<int64_t>{3, 5}, std::vector<int64_t>{20, 30}})
+      check_twin(pg, {{2, 8, 23, 29},
+                      {12, 8, 1, 1},
+                      {12},
+                      {2, 12, 23, 29},
+                      {2, 4, hw_dims[0], hw_dims[1]},
+                      {8, 4, 1, 1}});
   });
 }
 
