@@ -407,13 +407,14 @@ std::string Writer::body_conv_tiles(const Stage& s) {
       decompose("i", {dim(out, 0), blocks, rows},
                 {dim_is_one(out, 0), mb == 1 && dim_is_one(out, 1), !flat && dim_is_one(out, 2)});
   const std::string oh = flat ? "0" : r[2];  // the output row
-  // An item's outputs along its row: the row, or at most a flat chunk.
-  const std::string item_row =
-      flat && !(type(out).shape[2].is_static() && type(out).shape[3].is_static() &&
-                type(out).shape[2].value() * type(out).shape[3].value() <= kFlatConvChunk)
-          ? std::to_string(kFlatConvChunk)
-          : OW;
-  row_work_ = imul(imul(item_row, Cg), std::to_string(mb * taps));
+  std::optional<int64_t> row;  // the item's row, where static (a flat chunk's at most)
+  if (flat)
+    row = type(out).shape[2].is_static() && type(out).shape[3].is_static()
+              ? std::min(kFlatConvChunk, type(out).shape[2].value() * type(out).shape[3].value())
+              : kFlatConvChunk;
+  else if (type(out).shape[3].is_static())
+    row = type(out).shape[3].value();
+  row_work_ = imul(imul(row ? std::to_string(*row) : OW, Cg), std::to_string(mb * taps));
   line(fmt::format("const int64_t m0 = {} * {};", r[1], mb));
   line(fmt::format("const int64_t grp = m0 / {};", mg));
   line(fmt::format("const {}* xg = {} + ({} * {} + grp * {}) * {} * {};", buffer_type(x), ptr(x),
@@ -532,13 +533,6 @@ std::string Writer::body_conv_tiles(const Stage& s) {
         close();
       }
   };
-  std::optional<int64_t> row;  // the item's row, where static (a flat chunk's at most)
-  if (flat)
-    row = type(out).shape[2].is_static() && type(out).shape[3].is_static()
-              ? std::min(kFlatConvChunk, type(out).shape[2].value() * type(out).shape[3].value())
-              : kFlatConvChunk;
-  else if (type(out).shape[3].is_static())
-    row = type(out).shape[3].value();
   vector_variants(
       ct,
       [&](int lanes, int accumulators) {

@@ -37,6 +37,13 @@ ir::Tensor random_tensor(const std::vector<int64_t>& dims, uint64_t seed) {
   return t;
 }
 
+// How many times `what` occurs in `text` (printed code).
+size_t occurrences(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // Set while for_each_vector_width repeats a check for the narrower vectors, which the CUDA
 // source does not have.
 bool narrow_vector_pass = false;
@@ -645,11 +652,7 @@ TEST_CASE("Pow by a weight of 2 is one product; a LayerNorm decomposed as export
   b.output(b.op("Pow", {b.op("Abs", {x}), scalar(3.0f)}));
   ir::Graph g = std::move(b).finish();
   const std::string cpu = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu);
-  size_t calls = 0;
-  for (size_t at = cpu.find("= eqf_pow("); at != std::string::npos;
-       at = cpu.find("= eqf_pow(", at + 1))
-    ++calls;
-  CHECK(calls == 1);
+  CHECK(occurrences(cpu, "= eqf_pow(") == 1);
   CHECK(cpu.find("#pragma omp simd reduction(+ : acc") != std::string::npos);
   check_twin(g, {{5, 37}});
 }
@@ -757,12 +760,8 @@ TEST_CASE("a rows stage computes the reductions its row reads: norms and softmax
     const size_t begin = cuda.find("__global__ void s0(");
     REQUIRE(begin != std::string::npos);
     const std::string layernorm_stage = cuda.substr(begin, cuda.find("\n}\n", begin) - begin);
-    size_t loads = 0;
     const std::string x_load = "p" + std::to_string(plan.buffer_of.at(x)) + "[";
-    for (size_t at = layernorm_stage.find(x_load); at != std::string::npos;
-         at = layernorm_stage.find(x_load, at + 1))
-      ++loads;
-    CHECK(loads == (cols && *cols >= 32 && *cols <= 8192 ? 1 : 3));
+    CHECK(occurrences(layernorm_stage, x_load) == (cols && *cols >= 32 && *cols <= 8192 ? 1 : 3));
     const int64_t m = cols.value_or(37);
     for_each_vector_width([&] {
       check_twin(graph, {{2, 3, m}, {2, 3, m}, {m}, {m}, {3, 2, m}}, {}, true);
@@ -780,11 +779,7 @@ TEST_CASE(
     REQUIRE(at != std::string::npos);
     return source.substr(at, source.find("\n}\n", at) - at);
   };
-  auto count = [](const std::string& text, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
+  auto count = occurrences;
   GraphBuilder b;
   ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(33)});
   ValueId y = b.input("y", DType::f32, {Dim::symbol("n"), Dim::symbol("m")});
@@ -902,11 +897,7 @@ TEST_CASE("CUDA products with their epilogues in cuBLASLt: bias, relu, residual,
   b.output(b.op("Gemm", {x, w, c}, {{"alpha", 2.0}, {"beta", 0.25}}));  // C a matrix, beta
   ir::Graph g = std::move(b).finish();
   const std::string cuda = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cuda);
-  size_t lt = 0;
-  for (size_t at = cuda.find("as cuBLASLt"); at != std::string::npos;
-       at = cuda.find("as cuBLASLt", at + 1))
-    ++lt;
-  CHECK(lt == 6);
+  CHECK(occurrences(cuda, "as cuBLASLt") == 6);
   CHECK(cuda.find("CUBLASLT_EPILOGUE_RELU_BIAS") != std::string::npos);
   CHECK(cuda.find("CUBLASLT_EPILOGUE_RELU)") != std::string::npos);
   const std::vector<std::vector<int64_t>> dims = {{5, 37}, {2, 5, 37}, {5, 29}, {5, 29}};
@@ -1375,11 +1366,7 @@ TEST_CASE("CUDA convolutions through cuDNN: bias, epilogues in place, groups, 16
   b.output(b.op("Conv", {x, w, bias}, {{"strides", ints({2, 2})}}));
   ir::Graph g = std::move(b).finish();
   std::string cuda = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cuda);
-  auto count = [&](const std::string& what) {
-    size_t n = 0;
-    for (size_t at = cuda.find(what); at != std::string::npos; at = cuda.find(what, at + 1)) ++n;
-    return n;
-  };
+  auto count = [&](const std::string& what) { return occurrences(cuda, what); };
   // Five convolutions may take cuDNN; the one with asymmetric padding may not. Three have a
   // fused form: the first as conv + z + bias (the residual Add merges into it, writing in place
   // over the convolution's output, not over the residual; the Relu is a stage of its own), the
@@ -1661,9 +1648,7 @@ TEST_CASE("CUDA convolution tiles on tensor cores where the operands are 16-bit"
     const codegen::KernelPlan plan = codegen::make_plan(g, options);
     const std::string cuda = codegen::print_kernels(plan, codegen::Target::Cuda);
     const std::string mma = "eqf_mma_" + std::string(ir::dtype_name(precision)) + "(acc[r][c]";
-    size_t tiles = 0;
-    for (size_t at = cuda.find(mma); at != std::string::npos; at = cuda.find(mma, at + 1)) ++tiles;
-    CHECK(tiles == 3);  // 128x64 and 32x64 for 72 channels, 32x64 for 20 a group
+    CHECK(occurrences(cuda, mma) == 3);  // 128x64 and 32x64 for 72 channels, 32x64 for 20 a group
     auto [rtol, atol] = codegen::precision_tolerance(precision);
     const std::vector<ir::Tensor> twin =
         codegen::CpuModule::build(g, nullptr, {}, options)->run(inputs);
