@@ -25,13 +25,15 @@
 //                       |                                      | (ArgMax: extreme and index)
 //   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched
 //                       | rows (of the whole batch where B is  | call (batch dims equal or
-//                       | one matrix), register tiles of two   | broadcast whole): SGEMM for
-//                       | vectors of columns (up to four where | f32 buffers, GemmEx (f32
-//                       | the tile's accumulators allow;       | accumulate) for f16/bf16;
-//                       | transB: an item per 64 columns of a  | with a bias, ReLU or added
-//                       | row, a dot product per column); with | matrix after it: cuBLASLt
-//                       | EQFUSE_CBLAS, CBLAS SGEMM per batch  | with that epilogue (trees);
-//                       | entry (f32 buffers only)             | else a thread per element
+//                       | one matrix; the last block's rows    | broadcast whole): SGEMM for
+//                       | one at a time) and 256 columns,      | f32 buffers, GemmEx (f32
+//                       | register tiles of two vectors of     | accumulate) for f16/bf16;
+//                       | columns (up to four where the tile's | with a bias, ReLU or added
+//                       | accumulators allow; transB: an item  | matrix after it: cuBLASLt
+//                       | per 64 columns of a row, a dot       | with that epilogue (trees);
+//                       | product per column); with            | else a thread per element
+//                       | EQFUSE_CBLAS, CBLAS SGEMM per batch  |
+//                       | entry (f32 buffers only)             |
 //   attention           | an item per 32 query rows; blocks of | a thread block per 8 query
 //   softmax(S)·V        | 64 keys, K and V tiles in arrays, a  | rows, a warp per row; K and V
 //                       | row's scores and its sums along V in | tiles of 32 keys in shared

@@ -69,10 +69,12 @@ std::string Writer::body_matmul_element(const Stage& s) {
 }
 
 // The CPU form. Where B's rows are contiguous, one item per block of `mb` output rows (rows of
-// the whole batch where B is one matrix), in register tiles: 2 to 4 vectors of columns at a
-// time, their sums in registers (named variables of the compilers' vector extension) over all
-// of K, so each load of B feeds mb multiply-adds. Where B is transposed (Gemm transB), one item
-// per kDotChunk columns of a row, a dot product per column.
+// the whole batch where B is one matrix) and kColumnChunk columns, in register tiles: 2 to 4
+// vectors of columns at a time, their sums in registers (named variables of the compilers'
+// vector extension) over all of K, so each load of B feeds mb multiply-adds. A block past the
+// last whole one (rows not a multiple of mb, or a run-time count) takes its rows one at a time.
+// Where B is transposed (Gemm transB), one item per kDotChunk columns of a row, a dot product
+// per column.
 std::string Writer::body_matmul_rows(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   Contraction c = contraction(g_, n);
@@ -95,41 +97,59 @@ std::string Writer::body_matmul_rows(const Stage& s) {
                     ? ir::Dim(row_dim.value() * type(out).shape[k].value())
                     : ir::Dim::symbol("rows");
   }
-  // Rows per item: two vectors of sums per row, kTileAccumulators in all.
-  int64_t mb = b_rows && row_dim.is_static() ? kTileAccumulators / 2 : 1;
-  while (row_dim.is_static() && row_dim.value() % mb != 0) mb /= 2;
-  std::vector<std::string> rdims;
-  std::vector<bool> rone;
-  if (flat) {
-    std::string all = "1";
-    for (const std::string& d : lead) all = imul(all, d);
-    rdims.push_back(mb > 1 ? fmt::format("({} / {})", all, mb) : all);
-    rone.push_back(false);
-  }
-  for (size_t k = 0; !flat && k + 1 < ro; ++k) {
-    rdims.push_back(k + 2 == ro && mb > 1 ? fmt::format("({} / {})", dim(out, k), mb)
-                                          : dim(out, k));
-    rone.push_back(dim_is_one(out, k) && !(k + 2 == ro && mb > 1));
+  std::string R = dim(out, ro - 2);  // rows of one matrix of the output
+  if (flat)
+    for (size_t k = 0; k + 2 < ro; ++k) R = imul(R, lead[k]);
+  // Rows per block: two vectors of sums per row, kTileAccumulators in all; fewer where the
+  // matrix has fewer rows.
+  int64_t mb = b_rows ? kTileAccumulators / 2 : 1;
+  while (mb > 1 && row_dim.is_static() && row_dim.value() < mb) mb /= 2;
+  const bool ragged = mb > 1 && !(row_dim.is_static() && row_dim.value() % mb == 0);
+  const std::string blocks = mb > 1 ? fmt::format("(({} + {}) / {})", R, mb - 1, mb) : R;
+  std::vector<std::string> rdims{blocks};
+  std::vector<bool> rone{row_dim.is_static() && row_dim.value() == 1};
+  if (!flat) {
+    rdims.assign(lead.begin(), lead.end());
+    rone.assign(lead_one.begin(), lead_one.end());
+    rdims.back() = blocks;
+    rone.back() = rone.back() && mb == 1;
   }
   std::string rows = "1";
   for (const std::string& d : rdims) rows = imul(rows, d);
   std::string ct = compute_type({type(out).dtype});
   std::string N = dim(out, ro - 1);
-  // Where B is transposed, an item takes kDotChunk columns of its row, so that one row (a
-  // classifier at batch 1) still splits across threads. `item` numbers the rows.
-  std::string item = "i", chunks;
-  if (!b_rows) {
-    chunks = fmt::format("(({} + {}) / {})", N, kDotChunk - 1, kDotChunk);
+  // An item takes a chunk of its rows' columns, so that few rows (a classifier at batch 1, 17
+  // tokens) still split across threads and a chunk of B stays in cache. `item` numbers the blocks.
+  const int64_t chunk = b_rows ? kColumnChunk : kDotChunk;
+  const ir::Dim& cols = type(out).shape[ro - 1];
+  const bool chunked = !(cols.is_static() && cols.value() <= chunk);
+  std::string item = "i", chunks = "1", n0 = "0", n1 = N;
+  if (chunked) {
+    chunks = fmt::format("(({} + {}) / {})", N, chunk - 1, chunk);
     line(fmt::format("const int64_t nc = i % {};", chunks));
-    line(fmt::format("const int64_t ir = i / {};", chunks));
-    item = "ir";
+    line(fmt::format("const int64_t ib = i / {};", chunks));
+    line(fmt::format("const int64_t n1 = {} - nc * {} < {} ? {} : nc * {} + {};", N, chunk, chunk,
+                     N, chunk, chunk));
+    item = "ib";
+    n0 = fmt::format("nc * {}", chunk);
+    n1 = "n1";
   }
   Index ridx = decompose(item, rdims, rone);
-  std::string m = ridx.empty() ? "0" : ridx.back();
+  std::string m = ridx.back();
   if (mb > 1) {
     line(fmt::format("const int64_t m0 = {} * {};", m, mb));
     m = "m0";
     ridx.back() = m;
+  }
+  if (ragged) line(fmt::format("const int64_t mr = {} - m0 < {} ? {} - m0 : {};", R, mb, R, mb));
+  // The output row of m (rows of every matrix of the batch in a row): the item's where blocks
+  // are single rows, else its matrix's first row plus m.
+  std::string l0 = item;
+  if (flat)
+    l0 = m;
+  else if (mb > 1) {
+    line(fmt::format("const int64_t l0 = {} / {} * {} + m0;", item, blocks, R));
+    l0 = "l0";
   }
   std::string K, sak, sam, sbk, sbn, abase, bbase;
   if (c.gemm) {
@@ -159,17 +179,14 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     sbk = dim(c.b, rb - 1);
     sbn = "1";
   }
-  const ir::Dim& cols = type(out).shape[ro - 1];
-  const bool short_row = cols.is_static() && cols.value() <= kDotChunk;
-  row_work_ =
-      imul(imul(b_rows || short_row ? N : std::to_string(kDotChunk), K), std::to_string(mb));
+  row_work_ = imul(imul(chunked ? std::to_string(chunk) : N, K), std::to_string(mb));
   line(fmt::format("const {}* a = {} + {};", buffer_type(c.a), ptr(c.a), abase));
   line(fmt::format("const {}* b = {} + {};", buffer_type(c.b), ptr(c.b), bbase));
-  // Element (row m + r, col) once, from an accumulator in the compute type, whatever the
-  // buffer's type.
-  std::vector<Index> flat_at;  // where flat, the output index of each of the tile's rows
-  auto store = [&](int64_t r, const std::string& col, const std::string& acc) {
-    std::string row = iadd(m, std::to_string(r));
+  // Element (row m + q, col) once, from an accumulator in the compute type, whatever the
+  // buffer's type; `at` its output index.
+  auto store = [&](const std::string& q, const Index& at_row, const std::string& col,
+                   const std::string& acc) {
+    std::string row = iadd(m, q);
     std::string v = acc;
     if (c.gemm) {
       v = fmt::format("{} * {}", literal(c.alpha, ct), acc);
@@ -177,86 +194,102 @@ std::string Writer::body_matmul_rows(const Stage& s) {
         v += fmt::format(" + {} * ({}){}", literal(c.beta, ct), ct,
                          elem(c.c, broadcast_index(c.c, Index{row, col})));
     }
-    Index at = flat ? flat_at.at(size_t(r)) : ridx;
-    if (!flat) at.back() = row;
+    Index at = at_row;
     at.push_back(col);
-    std::string lin =
-        iadd(imul(mb > 1 ? fmt::format("({} * {} + {})", item, mb, r) : item, N), col);
-    store_output(out, lin, at, v);
+    store_output(out, iadd(imul(iadd(l0, q), N), col), at, v);
   };
-  if (b_rows) {
-    // Tiles of mb rows by 2 to 4 vectors of columns.
-    vector_variants(ct, [&](int lanes, int accumulators) {
-      // Vectors of columns per row: as many as the register tile's accumulators hold over mb
-      // rows, at least 2 and at most 4, so that rows of 128 columns still fill whole tiles.
-      const int vectors = std::clamp<int>(accumulators / int(mb), 2, 4), tile = vectors * lanes;
-      auto acc = [](int64_t r, int h) { return fmt::format("acc{}_{}", r, h); };
-      open(fmt::format("for (int64_t n0 = 0; n0 < {}; n0 += {})", N, tile));
-      line(fmt::format("const int64_t nb = {} - n0 < {} ? {} - n0 : {};", N, tile, N, tile));
-      for (int64_t r = 0; r < mb; ++r)
-        for (int h = 0; h < vectors; ++h) line(fmt::format("vec {} = (vec){{}};", acc(r, h)));
-      auto reduction = [&](bool whole) {
-        open(fmt::format("for (int64_t k = 0; k < {}; ++k)", K));
-        line(fmt::format("const {}* br = b + {} + n0;", buffer_type(c.b), imul("k", sbk)));
-        for (int h = 0; h < vectors; ++h) {
-          if (whole && buffer_type(c.b) == ct) {
-            line(fmt::format("vec x{}; memcpy(&x{}, br + {}, sizeof(vec)); EQF_IN_REGISTER(x{});",
-                             h, h, h * lanes, h));
-            continue;
-          }
-          std::string elements;
-          for (int u = 0; u < lanes; ++u) {
-            int q = h * lanes + u;
-            elements += (u ? ", " : "") +
-                        (whole ? fmt::format("({})br[{}]", ct, q)
-                               : fmt::format("({} < nb ? ({})br[{}] : ({})0)", q, ct, q, ct));
-          }
-          line(fmt::format("const vec x{} = {{{}}};", h, elements));
-        }
-        for (int64_t r = 0; r < mb; ++r) {
-          line(fmt::format("const {} a{} = ({})a[{}];", ct, r, ct,
-                           iadd(imul(std::to_string(r), sam), imul("k", sak))));
-          for (int h = 0; h < vectors; ++h) line(fmt::format("{} += a{} * x{};", acc(r, h), r, h));
-        }
-        close();
-      };
-      open(fmt::format("if (nb == {})", tile));
-      reduction(true);
-      close();
-      open("else");
-      reduction(false);
-      close();
-      // Each vector's elements stored (and their epilogue computed) by a loop, not unrolled:
-      // the epilogue is printed once per vector.
-      flat_at.clear();
-      for (int64_t r = 0; r < mb; ++r) {
-        if (flat) flat_at.push_back(decompose(iadd(m, std::to_string(r)), lead, lead_one));
-        for (int h = 0; h < vectors; ++h) {
-          std::string u = fresh("u"), e = fresh("e");
-          // Through an array: indexing the vector itself by a variable would keep it in memory
-          // for the whole reduction.
-          line(fmt::format("{} {}[{}];", ct, e, lanes));
-          line(fmt::format("memcpy({}, &{}, sizeof(vec));", e, acc(r, h)));
-          open_vector_store(u, h * lanes, lanes, "nb");
-          store(r, fmt::format("(n0 + {} + {})", h * lanes, u), fmt::format("{}[{}]", e, u));
-          close();
-        }
-      }
-      close();
-    });
-  } else {
-    line(fmt::format("const int64_t n1 = {} - nc * {} < {} ? {} : nc * {} + {};", N, kDotChunk,
-                     kDotChunk, N, kDotChunk, kDotChunk));
-    open(fmt::format("for (int64_t n = nc * {}; n < n1; ++n)", kDotChunk));
+  // The output index of row m + q but its column.
+  auto row_index = [&](const std::string& q) {
+    if (flat) return decompose(iadd(m, q), lead, lead_one);
+    Index at = ridx;
+    at.back() = iadd(m, q);
+    return at;
+  };
+  if (!b_rows) {
+    open(fmt::format("for (int64_t n = {}; n < {}; ++n)", n0, n1));
     line(fmt::format("const {}* br = b + {};", buffer_type(c.b), imul("n", sbn)));
     line(fmt::format("{} acc = 0;", ct));
     line("#pragma omp simd reduction(+ : acc)");
     line(fmt::format("for (int64_t k = 0; k < {}; ++k) acc += ({})a[{}] * ({})br[k];", K, ct,
                      imul("k", sak), ct));
-    store(0, "n", "acc");
+    store("0", row_index("0"), "n", "acc");
     close();
+    return imul(rows, chunks);
   }
-  return b_rows ? rows : imul(rows, chunks);
+  // A tile of `tm` rows from row m + `first`, by 2 to 4 vectors of columns.
+  auto tile = [&](int lanes, int accumulators, int64_t tm, const std::string& first) {
+    // Vectors of columns per row: as many as the register tile's accumulators hold over its
+    // rows, at least 2 and at most 4, so that rows of 128 columns still fill whole tiles.
+    const int vectors = std::clamp<int>(accumulators / int(tm), 2, 4), tile = vectors * lanes;
+    auto acc = [](int64_t r, int h) { return fmt::format("acc{}_{}", r, h); };
+    auto q = [&](int64_t r) { return iadd(first, std::to_string(r)); };
+    open(fmt::format("for (int64_t n0 = {}; n0 < {}; n0 += {})", n0, n1, tile));
+    line(fmt::format("const int64_t nb = {} - n0 < {} ? {} - n0 : {};", n1, tile, n1, tile));
+    for (int64_t r = 0; r < tm; ++r)
+      for (int h = 0; h < vectors; ++h) line(fmt::format("vec {} = (vec){{}};", acc(r, h)));
+    auto reduction = [&](bool whole) {
+      open(fmt::format("for (int64_t k = 0; k < {}; ++k)", K));
+      line(fmt::format("const {}* br = b + {} + n0;", buffer_type(c.b), imul("k", sbk)));
+      for (int h = 0; h < vectors; ++h) {
+        if (whole && buffer_type(c.b) == ct) {
+          line(fmt::format("vec x{}; memcpy(&x{}, br + {}, sizeof(vec)); EQF_IN_REGISTER(x{});", h,
+                           h, h * lanes, h));
+          continue;
+        }
+        std::string elements;
+        for (int u = 0; u < lanes; ++u) {
+          int e = h * lanes + u;
+          elements += (u ? ", " : "") +
+                      (whole ? fmt::format("({})br[{}]", ct, e)
+                             : fmt::format("({} < nb ? ({})br[{}] : ({})0)", e, ct, e, ct));
+        }
+        line(fmt::format("const vec x{} = {{{}}};", h, elements));
+      }
+      for (int64_t r = 0; r < tm; ++r) {
+        line(fmt::format("const {} a{} = ({})a[{}];", ct, r, ct,
+                         iadd(imul(q(r), sam), imul("k", sak))));
+        for (int h = 0; h < vectors; ++h) line(fmt::format("{} += a{} * x{};", acc(r, h), r, h));
+      }
+      close();
+    };
+    open(fmt::format("if (nb == {})", tile));
+    reduction(true);
+    close();
+    open("else");
+    reduction(false);
+    close();
+    // Each vector's elements stored (and their epilogue computed) by a loop, not unrolled: the
+    // epilogue is printed once per vector.
+    for (int64_t r = 0; r < tm; ++r) {
+      const Index at = row_index(q(r));
+      for (int h = 0; h < vectors; ++h) {
+        std::string u = fresh("u"), e = fresh("e");
+        // Through an array: indexing the vector itself by a variable would keep it in memory
+        // for the whole reduction.
+        line(fmt::format("{} {}[{}];", ct, e, lanes));
+        line(fmt::format("memcpy({}, &{}, sizeof(vec));", e, acc(r, h)));
+        open_vector_store(u, h * lanes, lanes, "nb");
+        store(q(r), at, fmt::format("(n0 + {} + {})", h * lanes, u), fmt::format("{}[{}]", e, u));
+        close();
+      }
+    }
+    close();
+  };
+  vector_variants(ct, [&](int lanes, int accumulators) {
+    if (!ragged) {
+      tile(lanes, accumulators, mb, "0");
+      return;
+    }
+    open(fmt::format("if (mr == {})", mb));
+    tile(lanes, accumulators, mb, "0");
+    close();
+    open("else");
+    open("for (int64_t mq = 0; mq < mr; ++mq)");
+    tile(lanes, accumulators, 1, "mq");
+    close();
+    close();
+  });
+  return imul(rows, chunks);
 }
 
 std::vector<ir::structured::WindowAxis> window_of(const ir::Graph& g, const ir::Node& n,

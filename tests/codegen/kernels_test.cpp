@@ -1424,10 +1424,11 @@ TEST_CASE("CUDA convolutions through cuDNN: bias, epilogues in place, groups, 16
   }
 }
 
-TEST_CASE("matrix product tiles: row blocks of 4, 2 and 1, edge columns, batches, Gemm") {
-  // Rows 8, 6 and 5 take blocks of 4, 2 and 1; 37 columns are whole tiles and an edge tile at
-  // either vector width.
-  for (int64_t m : {8, 6, 5}) {
+TEST_CASE("matrix product tiles: row blocks of 4 and 2, ragged rows, column chunks, Gemm") {
+  // Rows 8 and 2 are whole blocks of 4 and 2; 6, 5, 17 and 3 end in a block of fewer rows,
+  // which the twin takes a row at a time. 37 columns are whole tiles and an edge tile at either
+  // vector width; 300 are two items of 256 columns, the second of 44.
+  for (int64_t m : {8, 6, 5, 17, 3, 2}) {
     GraphBuilder b;
     ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(m), Dim(11)});
     ValueId w = b.input("w", DType::f32, {Dim(11), Dim(37)});
@@ -1435,16 +1436,29 @@ TEST_CASE("matrix product tiles: row blocks of 4, 2 and 1, edge columns, batches
     ValueId a = b.input("a", DType::f32, {Dim(m), Dim(11)});
     ValueId at = b.input("at", DType::f32, {Dim(11), Dim(m)});
     ValueId c = b.input("c", DType::f32, {Dim(37)});
+    ValueId w300 = b.input("w300", DType::f32, {Dim(11), Dim(300)});
     ValueId xw = b.op("MatMul", {x, w});
     b.output(b.op("Tanh", {xw}));
     b.output(b.op("MatMul", {xw, y}));
     b.output(b.op("Gemm", {a, w, c}, {{"alpha", 0.5}, {"beta", 2.0}}));
     b.output(b.op("Gemm", {at, w}, {{"transA", int64_t{1}}}));
+    b.output(b.op("Sigmoid", {b.op("MatMul", {a, w300})}));
     ir::Graph g = std::move(b).finish();
     for_each_vector_width([&] {
-      check_twin(g, {{2, m, 11}, {11, 37}, {2, 37, 3}, {m, 11}, {11, m}, {37}});
+      check_twin(g, {{2, m, 11}, {11, 37}, {2, 37, 3}, {m, 11}, {11, m}, {37}, {11, 300}});
     });
   }
+  // Rows known only at run time: blocks of 4, the last of what remains.
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim::symbol("m"), Dim(11)});
+  ValueId y = b.input("y", DType::f32, {Dim::symbol("n"), Dim(11), Dim(70)});
+  ValueId w = b.input("w", DType::f32, {Dim(11), Dim(300)});
+  ValueId bias = b.input("bias", DType::f32, {Dim::symbol("n"), Dim::symbol("m"), Dim(1)});
+  b.output(kernel(b, "(Add (MatMul ?0 ?1) ?2)", {x, w, bias}));
+  b.output(b.op("Relu", {b.op("MatMul", {x, y})}));
+  ir::Graph g = std::move(b).finish();
+  for (int64_t m : {1, 3, 9})
+    for_each_vector_width([&] { check_twin(g, {{3, m, 11}, {3, 11, 70}, {11, 300}, {3, m, 1}}); });
 }
 
 TEST_CASE("every elementwise op of the table compiles and matches") {
