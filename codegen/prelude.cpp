@@ -73,6 +73,14 @@ EQF_SIMD float atanhf(float) noexcept;
 typedef float eqf_f32x4 __attribute__((vector_size(16)));
 typedef float eqf_f32x8 __attribute__((vector_size(32)));
 typedef float eqf_f32x16 __attribute__((vector_size(64)));
+// Lanes of vectors a and b (same type) picked by constant indices, 0 to 2 x lanes - 1: `mask` is
+// an integer vector type as wide as theirs (GCC's __builtin_shuffle takes one; Clang's
+// __builtin_shufflevector takes the indices alone).
+#if defined(__clang__)
+#define EQF_LANES(a, b, mask, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define EQF_LANES(a, b, mask, ...) __builtin_shuffle(a, b, (mask){__VA_ARGS__})
+#endif
 // The even lanes of a then b: the elements of a stride-2 row from two contiguous loads.
 #define EQF_EVEN_LANES 1
 #if defined(__clang__)

@@ -80,7 +80,10 @@ std::string Writer::body_matmul_rows(const Stage& s) {
   Contraction c = contraction(g_, n);
   ValueId out = s.output;
   size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
+  const std::string ct = compute_type({type(out).dtype});
   const bool b_rows = !(c.gemm && c.trans_b);  // B's rows (along N) are contiguous
+  // Else, where A's rows are contiguous too, tiles of dot products along K.
+  const bool dots = !b_rows && !c.trans_a && (ct == "float" || ct == "double");
   // A batch of matrices times one matrix (weights): the rows of the whole batch are one matrix of
   // rows, so that a batch of single rows ([64, 1, K] x [K, N]) still fills the tiles.
   bool flat = !c.gemm && rb == 2 && ra == ro && ro > 2;
@@ -102,7 +105,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     for (size_t k = 0; k + 2 < ro; ++k) R = imul(R, lead[k]);
   // Rows per block: two vectors of sums per row, kTileAccumulators in all; fewer where the
   // matrix has fewer rows.
-  int64_t mb = b_rows ? kTileAccumulators / 2 : 1;
+  int64_t mb = b_rows || dots ? kTileAccumulators / 2 : 1;
   while (mb > 1 && row_dim.is_static() && row_dim.value() < mb) mb /= 2;
   const bool ragged = mb > 1 && !(row_dim.is_static() && row_dim.value() % mb == 0);
   const std::string blocks = mb > 1 ? fmt::format("(({} + {}) / {})", R, mb - 1, mb) : R;
@@ -116,7 +119,6 @@ std::string Writer::body_matmul_rows(const Stage& s) {
   }
   std::string rows = "1";
   for (const std::string& d : rdims) rows = imul(rows, d);
-  std::string ct = compute_type({type(out).dtype});
   std::string N = dim(out, ro - 1);
   // An item takes a chunk of its rows' columns, so that few rows (a classifier at batch 1, 17
   // tokens) still split across threads and a chunk of B stays in cache. `item` numbers the blocks.
@@ -205,7 +207,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     at.back() = iadd(m, q);
     return at;
   };
-  if (!b_rows) {
+  if (!b_rows && !dots) {
     open(fmt::format("for (int64_t n = {}; n < {}; ++n)", n0, n1));
     line(fmt::format("const {}* br = b + {};", buffer_type(c.b), imul("n", sbn)));
     line(fmt::format("{} acc = 0;", ct));
@@ -216,6 +218,61 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     close();
     return imul(rows, chunks);
   }
+  // A vector of `lanes` elements of row `p` from `k`, in the compute type.
+  auto load = [&](int lanes, ValueId v, const std::string& p) {
+    if (buffer_type(v) == ct)
+      return fmt::format("vec {}v; memcpy(&{}v, {} + k, sizeof(vec)); EQF_IN_REGISTER({}v);", p, p,
+                         p, p);
+    std::string elements;
+    for (int u = 0; u < lanes; ++u)
+      elements += fmt::format("{}({}){}[k + {}]", u ? ", " : "", ct, p, u);
+    return fmt::format("const vec {}v = {{{}}};", p, elements);
+  };
+  // Where B is transposed: a tile of `tm` rows from row m + `first` by 1 to 4 columns, each
+  // output a vector of partial sums along K (the rows of A and B are both contiguous there),
+  // added across its lanes at the end.
+  auto dot_tile = [&](int lanes, int accumulators, int64_t tm, const std::string& first) {
+    const int tn = std::clamp<int>(accumulators / int(tm), 1, std::min(4, lanes));
+    auto q = [&](int64_t r) { return iadd(first, std::to_string(r)); };
+    open(fmt::format("for (int64_t n = {}; n < {}; n += {})", n0, n1, tn));
+    line(fmt::format("const int64_t nb = {} - n < {} ? {} - n : {};", n1, tn, n1, tn));
+    // Columns past the chunk's end repeat its last (their sums are not stored).
+    for (int h = 0; h < tn; ++h)
+      line(fmt::format("const {}* b{} = b + (n + {} < {} ? n + {} : {} - 1) * {};",
+                       buffer_type(c.b), h, h, n1, h, n1, sbn));
+    for (int64_t r = 0; r < tm; ++r) {
+      line(fmt::format("const {}* a{} = a + {};", buffer_type(c.a), r, imul(q(r), sam)));
+      for (int h = 0; h < tn; ++h) line(fmt::format("vec acc{}_{} = (vec){{}};", r, h));
+    }
+    line("int64_t k = 0;");
+    open(fmt::format("for (; k + {} <= {}; k += {})", lanes, K, lanes));
+    for (int64_t r = 0; r < tm; ++r) line(load(lanes, c.a, fmt::format("a{}", r)));
+    for (int h = 0; h < tn; ++h) line(load(lanes, c.b, fmt::format("b{}", h)));
+    for (int64_t r = 0; r < tm; ++r)
+      for (int h = 0; h < tn; ++h) line(fmt::format("acc{}_{} += a{}v * b{}v;", r, h, r, h));
+    close();
+    // Each row's tn vectors added across their lanes, then the tail of K.
+    line(fmt::format("typedef {} lane_mask __attribute__((vector_size(sizeof(vec))));",
+                     ct == "double" ? "int64_t" : "int32_t"));
+    for (int64_t r = 0; r < tm; ++r) {
+      std::vector<std::string> accs;
+      for (int h = 0; h < tn; ++h) accs.push_back(fmt::format("acc{}_{}", r, h));
+      const std::string sums = lane_sums(lanes, accs);
+      for (int h = 0; h < tn; ++h) line(fmt::format("{} s{}_{} = {}[{}];", ct, r, h, sums, h));
+    }
+    open(fmt::format("for (; k < {}; ++k)", K));
+    for (int64_t r = 0; r < tm; ++r)
+      for (int h = 0; h < tn; ++h)
+        line(fmt::format("s{}_{} += ({})a{}[k] * ({})b{}[k];", r, h, ct, r, ct, h));
+    close();
+    for (int h = 0; h < tn; ++h) {
+      open(fmt::format("if ({} < nb)", h));
+      for (int64_t r = 0; r < tm; ++r)
+        store(q(r), row_index(q(r)), fmt::format("(n + {})", h), fmt::format("s{}_{}", r, h));
+      close();
+    }
+    close();
+  };
   // A tile of `tm` rows from row m + `first`, by 2 to 4 vectors of columns.
   auto tile = [&](int lanes, int accumulators, int64_t tm, const std::string& first) {
     // Vectors of columns per row: as many as the register tile's accumulators hold over its
@@ -276,20 +333,71 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     close();
   };
   vector_variants(ct, [&](int lanes, int accumulators) {
+    auto print = [&](int64_t tm, const std::string& first) {
+      if (dots)
+        dot_tile(lanes, accumulators, tm, first);
+      else
+        tile(lanes, accumulators, tm, first);
+    };
     if (!ragged) {
-      tile(lanes, accumulators, mb, "0");
+      print(mb, "0");
       return;
     }
     open(fmt::format("if (mr == {})", mb));
-    tile(lanes, accumulators, mb, "0");
+    print(mb, "0");
     close();
     open("else");
     open("for (int64_t mq = 0; mq < mr; ++mq)");
-    tile(lanes, accumulators, 1, "mq");
+    print(1, "mq");
     close();
     close();
   });
   return imul(rows, chunks);
+}
+
+std::string Writer::lane_sums(int lanes, std::vector<std::string> vectors) {
+  // Each vector holds `groups` sums-in-progress of `width` lanes each, side by side; a shuffle of
+  // lanes by `pick(j)` for each lane j of the result.
+  auto shuffle = [&](const std::string& x, const std::string& y, const auto& pick) {
+    std::string mask;
+    for (int j = 0; j < lanes; ++j) mask += (j ? ", " : "") + std::to_string(pick(j));
+    return fmt::format("EQF_LANES({}, {}, lane_mask, {})", x, y, mask);
+  };
+  int width = lanes;
+  while (vectors.size() > 1) {
+    // Two vectors of g groups each become one of 2g groups half as wide: x's then y's.
+    const int groups = lanes / width, half = width / 2;
+    std::vector<std::string> next;
+    for (size_t p = 0; p + 1 < vectors.size(); p += 2) {
+      auto pick = [&](int j, int side) {
+        const int g = j / half, o = j % half + side * half;
+        return g < groups ? g * width + o : lanes + (g - groups) * width + o;
+      };
+      std::string z = fresh("z");
+      line(fmt::format("const vec {} = {} + {};", z,
+                       shuffle(vectors[p], vectors[p + 1], [&](int j) { return pick(j, 0); }),
+                       shuffle(vectors[p], vectors[p + 1], [&](int j) { return pick(j, 1); })));
+      next.push_back(z);
+    }
+    vectors = std::move(next);
+    width = half;
+  }
+  // One vector of n groups: each group's halves added until a group is one lane.
+  const int n = lanes / width;
+  std::string z = vectors.front();
+  while (width > 1) {
+    const int half = width / 2;
+    auto pick = [&](int j, int side) {
+      const int jj = j % (n * half);
+      return jj / half * width + jj % half + side * half;
+    };
+    std::string y = fresh("z");
+    line(fmt::format("const vec {} = {} + {};", y, shuffle(z, z, [&](int j) { return pick(j, 0); }),
+                     shuffle(z, z, [&](int j) { return pick(j, 1); })));
+    z = y;
+    width = half;
+  }
+  return z;
 }
 
 std::vector<ir::structured::WindowAxis> window_of(const ir::Graph& g, const ir::Node& n,

@@ -627,6 +627,10 @@ class Writer {
       const std::function<std::string(const Index&, const std::string&)>& store_at);
   std::string body_matmul_element(const Stage& s);
   std::string body_matmul_rows(const Stage& s);
+  // Prints the sums across the lanes of `vectors` (of type `vec`, `lanes` elements; at most
+  // `lanes` of them, a power of 2) as one vector whose lane h holds vector h's sum; its name.
+  // Halves of two vectors are added into one until one is left, then halves of its groups.
+  std::string lane_sums(int lanes, std::vector<std::string> vectors);
   std::string body_conv(const Stage& s);
   std::string body_conv_tiles(const Stage& s);
   std::string body_conv_gemm(const Stage& s, ConvTile tile);

@@ -1461,6 +1461,29 @@ TEST_CASE("matrix product tiles: row blocks of 4 and 2, ragged rows, column chun
     for_each_vector_width([&] { check_twin(g, {{3, m, 11}, {3, 11, 70}, {11, 300}, {3, m, 1}}); });
 }
 
+TEST_CASE("products with B transposed: tiles of dot products, K tails, ragged rows, f64") {
+  // K of 13, 37 and 131: dot products that are all tail, one or two vectors and a tail, eight
+  // and a tail at every vector width; 70 columns are an item of 64 and one of 6, whose last
+  // tile of columns is partial. Rows 6 and 9 end in a block of fewer than 4.
+  for (int64_t m : {1, 6, 9})
+    for (int64_t k : {13, 37, 131}) {
+      INFO("rows " << m << ", K " << k);
+      GraphBuilder b;
+      ValueId a = b.input("a", DType::f32, {Dim(m), Dim(k)});
+      ValueId wt = b.input("wt", DType::f32, {Dim(70), Dim(k)});
+      ValueId c = b.input("c", DType::f32, {Dim(70)});
+      b.output(b.op("Tanh", {b.op("Gemm", {a, wt, c},
+                                  {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}})}));
+      const int64_t f64 = ir::onnx_dtype_code(DType::f64);
+      b.output(b.op("Gemm", {b.op("Cast", {a}, {{"to", f64}}), b.op("Cast", {wt}, {{"to", f64}})},
+                    {{"transB", int64_t{1}}}));
+      ir::Graph g = std::move(b).finish();
+      std::string cpu = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu);
+      CHECK(occurrences(cpu, "EQF_LANES(") > 0);
+      for_each_vector_width([&] { check_twin(g, {{m, k}, {70, k}, {70}}); });
+    }
+}
+
 TEST_CASE("every elementwise op of the table compiles and matches") {
   GraphBuilder b;
   ValueId x = b.input("x", DType::f32, {Dim(17)});
@@ -1590,6 +1613,13 @@ TEST_CASE("f16 and bf16 models run in the twin: loads widen to float, stores rou
     ValueId w = b.input("w", t, {Dim(11), Dim(5)});
     b.output(b.op("Softmax", {b.op("MatMul", {b.op("Tanh", {x}), w})}, {{"axis", int64_t{-1}}}));
     b.output(b.op("Cast", {x}, {{"to", int64_t(ir::onnx_dtype_code(DType::f32))}}));
+    // A product with B transposed over 16-bit rows of 44: the twin's dot tiles widen each
+    // element as they load it.
+    ir::Tensor wt(DType::f32, {7, 44});
+    for (int64_t i = 0; i < wt.numel(); ++i) wt.set(i, 0.05 * double(i % 13) - 0.3);
+    b.output(b.op(
+        "Gemm", {b.op("Concat", {x, x, x, x}, {{"axis", int64_t{1}}}), b.weight("wt", wt.cast(t))},
+        {{"transB", int64_t{1}}}));
     // Ops read at computed places over 16-bit loads (a CUDA group loads floats).
     b.output(b.op("Trilu", {x}));
     b.output(b.op(
