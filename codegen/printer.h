@@ -29,9 +29,10 @@
 //                       | one at a time) and 256 columns,      | f32 buffers, GemmEx (f32
 //                       | register tiles of two vectors of     | accumulate) for f16/bf16;
 //                       | columns (up to four where the tile's | with a bias, ReLU or added
-//                       | accumulators allow; transB: an item  | matrix after it: cuBLASLt
-//                       | per 64 columns of a row, a dot       | with that epilogue (trees);
-//                       | product per column); with            | else a thread per element
+//                       | accumulators allow; transB: 64       | matrix after it: cuBLASLt
+//                       | columns an item, tiles of 4 rows by  | with that epilogue (trees);
+//                       | 4 columns of vectors of partial dot  | else a thread per element
+//                       | products, added across lanes); with  |
 //                       | EQFUSE_CBLAS, CBLAS SGEMM per batch  |
 //                       | entry (f32 buffers only)             |
 //   attention           | an item per 32 query rows; blocks of | a thread block per 8 query
