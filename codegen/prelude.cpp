@@ -49,6 +49,8 @@ EQF_SIMD float atanhf(float) noexcept;
 #endif
 #if defined(__CUDACC__)
 #define EQF_FN __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define EQF_FN static inline __attribute__((unused))  // a tree uses some of these
 #else
 #define EQF_FN static inline
 #endif
@@ -77,7 +79,7 @@ typedef float eqf_f32x16 __attribute__((vector_size(64)));
 // an integer vector type as wide as theirs (GCC's __builtin_shuffle takes one; Clang's
 // __builtin_shufflevector takes the indices alone).
 #if defined(__clang__)
-#define EQF_LANES(a, b, mask, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#define EQF_LANES(a, b, mask, ...) ((void)sizeof(mask), __builtin_shufflevector(a, b, __VA_ARGS__))
 #else
 #define EQF_LANES(a, b, mask, ...) __builtin_shuffle(a, b, (mask){__VA_ARGS__})
 #endif

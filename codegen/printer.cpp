@@ -361,7 +361,6 @@ std::string Writer::body_pointwise_rows(const Stage& s) {
   }
   Index idx = decompose("i", outer, one);
   const std::string L = dim(out, r - 1);
-  row_work_ = L;
   line("#pragma omp simd");
   open(fmt::format("for (int64_t j = 0; j < {}; ++j)", L));
   line(fmt::format("const int64_t e = i * {} + j;", L));  // the element's linear index
@@ -403,22 +402,19 @@ std::string Writer::dims_prologue() const {
 }
 
 std::string Writer::cpu_function(const std::string& name, const std::string& head, ValueId output,
-                                 const std::string& items, const std::string& work,
-                                 std::string& functions) {
+                                 const std::string& items, std::string& functions) {
   std::string body = std::move(out_);
   used_.insert(output);
   Parameters params = parameters(output);
   functions += head + fmt::format("static void {}({}) {{\n{}  const int64_t n = {};\n", name,
                                   params.signature, dims_prologue(), items);
-  functions += std::string("#pragma omp parallel for schedule(static) if (n > 1 && n * ") + work +
-               " >= 32768)\n";
+  functions += "#pragma omp for schedule(static)\n";
   functions += "  for (int64_t i = 0; i < n; ++i) {\n" + body + "  }\n}\n\n";
   return params.args;
 }
 
 void Writer::begin_body() {
   attention_mma_ = false;
-  row_work_.clear();
   out_.clear();
   used_.clear();
   stored_.clear();
@@ -434,7 +430,8 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   // Under CBLAS the epilogue after a product is a stage of its own, timed where the product's
   // call prints it.
   if (target_ == Target::Cpu) {
-    std::string mark = fmt::format("  if (prof) prof[{}] = eqf_clock_ms();\n", index);
+    std::string mark =
+        fmt::format("#pragma omp master\n  if (prof) prof[{}] = eqf_clock_ms();\n", index);
     if (merged_stage_ == index && index > 0 && forms[index - 1].name == "cblas or loops")
       mark = "#if !defined(EQFUSE_CBLAS)\n" + mark + "#endif\n";
     calls += mark;
@@ -508,7 +505,7 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       std::string args =
           cpu_function(fmt::format("s{}e", index),
                        fmt::format("// stage {}: the Gemm epilogue after CBLAS\n", index), s.output,
-                       epilogue_items, "1", blas_functions);
+                       epilogue_items, blas_functions);
       blas_calls += fmt::format("  s{}e({});\n", index, args);
     }
     // Under CBLAS the epilogue stays a stage of its own.
@@ -592,11 +589,7 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   std::string name = fmt::format("s{}", index);
   if (target_ == Target::Cpu) {
     std::string own;
-    std::string args = cpu_function(name, head, written, items,
-                                    !row_work_.empty()               ? row_work_
-                                    : s.kind != StageKind::Pointwise ? "64"
-                                                                     : "1",
-                                    own);
+    std::string args = cpu_function(name, head, written, items, own);
     std::string call = fmt::format("  {}({});\n", name, args);
     if (blas_calls.empty()) {
       functions += own;
@@ -1145,7 +1138,10 @@ HostedCuda print_units(const KernelPlan& plan, Target target, bool hosted, bool 
     text += fmt::format("  {}{}* p{} = {};  // {}\n  (void)p{};\n", ro ? "const " : "", t, b, where,
                         g.value(buf.value).name, b);
   }
-  text += calls;
+  if (target == Target::Cpu)
+    text += "#pragma omp parallel\n  {\n" + calls + "  }\n";
+  else
+    text += calls;
   if (target == Target::Cpu) {
     text += fmt::format(
         "  if (prof) prof[{0}] = eqf_clock_ms();\n  return 0;\n}}\n\n"

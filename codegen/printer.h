@@ -7,7 +7,8 @@
 //   what                | C++ twin                             | CUDA
 //   --------------------|--------------------------------------|------------------------------
 //   function prefix     | static                               | __global__ (+ a host launch)
-//   the item loop       | for over items, OpenMP parallel      | grid-stride loop over threads
+//   the item loop       | for over items, an OpenMP for in the | grid-stride loop over threads
+//                       | run's one parallel region            |
 //   pointwise           | a row of the last axis per item (an  | 4 elements per thread; f32
 //                       | omp simd loop; rows under 16: an     | read or written at their own
 //                       | element per item)                    | element in 128-bit accesses,

@@ -47,7 +47,6 @@ std::string Writer::body_attention(const Stage& s) {
   const std::string keys = dim(k, rank(k) - 1);
   const int64_t depth = type(q).shape[rank(q) - 1].value();
   const int64_t width = type(out).shape[r - 1].value();
-  row_work_ = fmt::format("{} * {}", keys, (depth + width) * tile_rows);
   // The logit at query `row`, key `j`, given Q·K's element there.
   auto logit = [&](const std::string& row, const std::string& j, const std::string& dot) {
     substitute_ = {scores, dot};

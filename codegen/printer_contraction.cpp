@@ -181,7 +181,6 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     sbk = dim(c.b, rb - 1);
     sbn = "1";
   }
-  row_work_ = imul(imul(chunked ? std::to_string(chunk) : N, K), std::to_string(mb));
   line(fmt::format("const {}* a = {} + {};", buffer_type(c.a), ptr(c.a), abase));
   line(fmt::format("const {}* b = {} + {};", buffer_type(c.b), ptr(c.b), bbase));
   // Element (row m + q, col) once, from an accumulator in the compute type, whatever the
@@ -555,7 +554,6 @@ std::string Writer::body_conv_tiles(const Stage& s) {
               : kFlatConvChunk;
   else if (type(out).shape[3].is_static())
     row = type(out).shape[3].value();
-  row_work_ = imul(imul(row ? std::to_string(*row) : OW, Cg), std::to_string(mb * taps));
   line(fmt::format("const int64_t m0 = {} * {};", r[1], mb));
   line(fmt::format("const int64_t grp = m0 / {};", mg));
   line(fmt::format("const {}* xg = {} + ({} * {} + grp * {}) * {} * {};", buffer_type(x), ptr(x),

@@ -374,6 +374,7 @@ std::string Writer::cblas_call(const Stage& s, size_t index) {
   if (!g || g->operand_type != DType::f32 || g->out_type != DType::f32) return "";
   const ir::Node& n = g_.node(s.node);
   return fmt::format(
+      "#pragma omp single\n"
       "  {{  // stage {}: {} '{}' as CBLAS SGEMM, one call per batch entry\n"
       "    const int64_t m = {}, n = {}, k = {}, batch = {};\n"
       "    for (int64_t b = 0; b < batch && m > 0 && n > 0; ++b)\n"

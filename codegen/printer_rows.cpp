@@ -495,7 +495,6 @@ std::string Writer::body_pool_rows(const Stage& s) {
   const std::string ct = compute_type({type(out).dtype});
   const std::string OW = dim(out, 3), H = dim(x, 2), W = dim(x, 3);
   const int64_t sw = win[1].stride;
-  row_work_ = imul(OW, std::to_string(kernel[0] * kernel[1]));
   open(fmt::format("for (int64_t q0 = 0; q0 < {}; q0 += {})", OW, kPoolChunk));
   line(fmt::format("const int64_t qn = {} - q0 < {} ? {} - q0 : {};", OW, kPoolChunk, OW,
                    kPoolChunk));

@@ -714,11 +714,10 @@ class Writer {
   std::string cblas_call(const Stage& s, size_t index);
   std::string body_gemm_epilogue(const Stage& s);
   // A C++ stage function `name` writing `output` over the body printed so far (out_, used_):
-  // its text appended to `functions`, its call's arguments returned. `work`: about how many
-  // multiply-adds one item costs (an expression), which decides whether OpenMP is worth it.
+  // its text appended to `functions`, its call's arguments returned. Its items are shared out by
+  // an OpenMP `for` inside the run's one parallel region (whose barrier ends the stage).
   std::string cpu_function(const std::string& name, const std::string& head, ValueId output,
-                           const std::string& items, const std::string& work,
-                           std::string& functions);
+                           const std::string& items, std::string& functions);
   // Whether v's element count is a multiple of 4 at every binding of the dims: its static dims'
   // product is (a symbolic batch times a static row of 128 is).
   bool whole_groups_of_4(ValueId v) const {
@@ -737,8 +736,6 @@ class Writer {
                      left, lanes));
     open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, count, u));
   }
-  // The work of one item of the row forms (body_matmul_rows, body_conv_tiles); "" otherwise.
-  std::string row_work_;
   // Prints `emit(lanes)` three times, for 64-byte vectors where the target has AVX-512,
   // 32-byte ones where it has AVX and 16-byte ones (SSE, NEON) elsewhere: a vector wider than the
   // target's registers would live in memory. `lanes` is how many elements of `ct` one vector

@@ -856,6 +856,10 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
     // The MatMul's loops compute the bias and Gelu where they store: no pass of their own.
     std::string cpu = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu);
     CHECK(cpu.find("with stage 1's epilogue Mul") != std::string::npos);
+    // The twin forks once a run: each stage shares its items out inside one parallel region.
+    CHECK(occurrences(cpu, "#pragma omp parallel\n") == 1);
+    CHECK(occurrences(cpu, "#pragma omp for schedule(static)\n") >= 2);
+    CHECK(occurrences(cpu, "omp parallel for") == 0);
     const std::vector<std::vector<int64_t>> dims = {{2, m, 13}, {13, 5},  {5},       {m, 13},
                                                     {3, 13},    {3},      {131, 13}, {4, m, 13},
                                                     {13, 70},   {4, 1, 1}};
