@@ -58,9 +58,9 @@
 //                       | many vectors as the tile holds);     | fragments, 8 warps a tile);
 //                       | edge tiles load through masks        | the run picks
 //                       | (AVX-512, AVX), a stride of 2 as the | the largest size with 132
-//                       | even lanes of two loads              | tiles (depthwise: a thread
-//                       |                                      | per output element); with
-//                       |                                      | EQFUSE_CUDNN also cuDNN and
+//                       | even lanes of two loads; patches     | tiles (depthwise: a thread
+//                       | (stride = kernel width, a multiple   | per output element); with
+//                       | of 16, unpadded): dot tiles along kw | EQFUSE_CUDNN also cuDNN and
 //                       |                                      | a finish kernel, and cuDNN's
 //                       |                                      | fused act(conv + z + bias)
 //                       |                                      | where the stage is that; the

@@ -505,6 +505,96 @@ std::string Writer::body_conv_transpose(const Stage& s) {
   return direct_conv_finish(n, out, idx, acc, ct, xi, wi, sp + 1);
 }
 
+bool Writer::conv_takes_patches(const ir::Graph& g, const ir::Node& n) {
+  const ir::TensorType& w = g.value(n.inputs[1]).type;
+  const int64_t kh = w.shape[2].value(), kw = w.shape[3].value();
+  auto win = window_of(g, n, {kh, kw});
+  return kw % 16 == 0 && win[1].stride == kw && win[1].dilation == 1 && win[0].pad_begin == 0 &&
+         win[0].pad_end == 0 && win[1].pad_begin == 0 && win[1].pad_end == 0;
+}
+
+// One item per (n, block of `mb` output channels of one group, output row), in tiles of mb
+// channels by up to 4 output pixels: each output's window is kh rows of kw contiguous inputs,
+// which it sums in vectors along kw against the weight rows (contiguous too), then adds across
+// lanes (lane_sums), as body_matmul_rows does for a product with B transposed.
+std::string Writer::body_conv_patches(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  ir::OpContext ctx = ir::make_context(g_, n);
+  ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
+  const int64_t kh_size = type(w).shape[2].value(), kw_size = type(w).shape[3].value();
+  auto win = window_of(g_, n, {kh_size, kw_size});
+  const int64_t mg = type(w).shape[0].value() / ctx.attr_int("group");
+  int64_t mb = kTileAccumulators / 2;
+  while (mg % mb != 0) mb /= 2;
+  const int64_t taps = kh_size * kw_size;
+  const std::string ct = compute_type({type(out).dtype});
+  const std::string OW = dim(out, 3), H = dim(x, 2), W = dim(x, 3), C = dim(x, 1), Cg = dim(w, 1);
+  const std::string blocks = fmt::format("({} / {})", dim(out, 1), mb);
+  Index r = decompose("i", {dim(out, 0), blocks, dim(out, 2)},
+                      {dim_is_one(out, 0), mb == 1 && dim_is_one(out, 1), dim_is_one(out, 2)});
+  line(fmt::format("const int64_t m0 = {} * {};", r[1], mb));
+  line(fmt::format("const int64_t grp = m0 / {};", mg));
+  line(fmt::format("const {}* xg = {} + ({} * {} + grp * {}) * {} * {};", buffer_type(x), ptr(x),
+                   r[0], C, Cg, H, W));
+  line(fmt::format("const {}* wm = {} + m0 * {} * {};", buffer_type(w), ptr(w), Cg, taps));
+  std::vector<std::string> bias(static_cast<size_t>(mb));
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    for (int64_t k = 0; k < mb; ++k)
+      bias[size_t(k)] = " + (" + ct + ")" + elem(n.inputs[2], Index{iadd("m0", std::to_string(k))});
+  // A vector of `lanes` elements from `p` + kk, in the compute type.
+  auto load = [&](int lanes, ValueId v, const std::string& name, const std::string& p) {
+    if (buffer_type(v) == ct)
+      return fmt::format("vec {}; memcpy(&{}, {} + kk, sizeof(vec)); EQF_IN_REGISTER({});", name,
+                         name, p, name);
+    std::string elements;
+    for (int u = 0; u < lanes; ++u)
+      elements += fmt::format("{}({}){}[kk + {}]", u ? ", " : "", ct, p, u);
+    return fmt::format("const vec {} = {{{}}};", name, elements);
+  };
+  vector_variants(ct, [&](int lanes, int accumulators) {
+    const int tn = std::clamp<int>(accumulators / int(mb), 1, std::min(4, lanes));
+    open(fmt::format("for (int64_t ow = 0; ow < {}; ow += {})", OW, tn));
+    line(fmt::format("const int64_t nb = {} - ow < {} ? {} - ow : {};", OW, tn, OW, tn));
+    // Pixels past the row's end repeat its last (their sums are not stored).
+    for (int p = 0; p < tn; ++p)
+      line(fmt::format("const int64_t x{} = (ow + {} < {} ? ow + {} : {} - 1) * {};", p, p, OW, p,
+                       OW, kw_size));
+    for (int64_t k = 0; k < mb; ++k)
+      for (int p = 0; p < tn; ++p) line(fmt::format("vec acc{}_{} = (vec){{}};", k, p));
+    open(fmt::format("for (int64_t c = 0; c < {}; ++c)", Cg));
+    open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", kh_size));
+    line(fmt::format("const {}* xr = xg + (c * {} + {} * {} + kh * {}) * {};", buffer_type(x), H,
+                     r[2], win[0].stride, win[0].dilation, W));
+    line(fmt::format("const {}* wr = wm + (c * {} + kh) * {};", buffer_type(w), kh_size, kw_size));
+    open(fmt::format("for (int64_t kk = 0; kk < {}; kk += {})", kw_size, lanes));
+    for (int64_t k = 0; k < mb; ++k)
+      line(load(lanes, w, fmt::format("w{}v", k),
+                fmt::format("wr + {}", imul(std::to_string(k), imul(Cg, std::to_string(taps))))));
+    for (int p = 0; p < tn; ++p)
+      line(load(lanes, x, fmt::format("x{}v", p), fmt::format("xr + x{}", p)));
+    for (int64_t k = 0; k < mb; ++k)
+      for (int p = 0; p < tn; ++p) line(fmt::format("acc{}_{} += w{}v * x{}v;", k, p, k, p));
+    close();
+    close();
+    close();
+    line(fmt::format("typedef {} lane_mask __attribute__((vector_size(sizeof(vec))));",
+                     ct == "double" ? "int64_t" : "int32_t"));
+    for (int64_t k = 0; k < mb; ++k) {
+      std::vector<std::string> accs;
+      for (int p = 0; p < tn; ++p) accs.push_back(fmt::format("acc{}_{}", k, p));
+      const std::string sums = lane_sums(lanes, accs);
+      for (int p = 0; p < tn; ++p) {
+        open(fmt::format("if ({} < nb)", p));
+        Index at = {r[0], iadd("m0", std::to_string(k)), r[2], fmt::format("(ow + {})", p)};
+        store_output(out, linear(out, at), at, fmt::format("{}[{}]{}", sums, p, bias[size_t(k)]));
+        close();
+      }
+    }
+    close();
+  });
+  return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
+}
+
 // The CPU form of a 2-D convolution, in register tiles: one item per (n, block of `mb` output
 // channels of one group, output row; a 1x1 convolution at stride 1 without padding: a chunk of
 // kFlatConvChunk pixels of the image taken as one row). Along the row, a tile of one vector of
@@ -516,6 +606,7 @@ std::string Writer::body_conv_transpose(const Stage& s) {
 // rest, through masks where the target has them. Operands are contiguous buffers.
 std::string Writer::body_conv_tiles(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
+  if (conv_takes_patches(g_, n)) return body_conv_patches(s);
   ir::OpContext ctx = ir::make_context(g_, n);
   ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
   const int64_t kh_size = type(w).shape[2].value(), kw_size = type(w).shape[3].value();

@@ -633,6 +633,10 @@ class Writer {
   std::string lane_sums(int lanes, std::vector<std::string> vectors);
   std::string body_conv(const Stage& s);
   std::string body_conv_tiles(const Stage& s);
+  // The CPU form of a 2-D convolution whose windows tile the input along W (a patch embedding):
+  // its stride along W its kernel width, a multiple of 16, no padding, no dilation along W.
+  static bool conv_takes_patches(const ir::Graph& g, const ir::Node& n);
+  std::string body_conv_patches(const Stage& s);
   std::string body_conv_gemm(const Stage& s, ConvTile tile);
   // The tiles body_conv_gemm may take for `s`, largest first; none where that form does not
   // apply (a depthwise or grouped convolution with few channels per group, f64, symbolic

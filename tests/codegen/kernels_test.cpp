@@ -1286,6 +1286,33 @@ TEST_CASE("convolution tiles: inside and edge tiles, strides, dilations, groups"
   });
 }
 
+TEST_CASE("patch convolutions: windows along W that tile the row, summed along kw in vectors") {
+  // A stride along W equal to a kernel width of 16 or 32 and no padding (ViT's patch embedding):
+  // rows of 85 make 5 patches (a tile of 4 and a partial one; 5 columns unread), with a bias and
+  // an epilogue; groups of 3 channels (blocks of 1), overlapping and dilated rows; 2 channels
+  // per group by 2 patches of 32, the second of them partial in tiles of 4.
+  GraphBuilder b;
+  auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
+  ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(3), Dim(32), Dim(85)});
+  ValueId w = b.input("w", DType::f32, {Dim(12), Dim(3), Dim(16), Dim(16)});
+  ValueId bias = b.input("bias", DType::f32, {Dim(12)});
+  ValueId xg = b.input("xg", DType::f32, {Dim::symbol("n"), Dim(4), Dim(20), Dim(64)});
+  ValueId wg = b.input("wg", DType::f32, {Dim(6), Dim(2), Dim(4), Dim(16)});
+  ValueId w32 = b.input("w32", DType::f32, {Dim(4), Dim(2), Dim(3), Dim(32)});
+  b.output(b.op("Tanh", {b.op("Conv", {x, w, bias}, {{"strides", ints({16, 16})}})}));
+  b.output(b.op("Conv", {xg, wg},
+                {{"group", int64_t{2}}, {"strides", ints({3, 16})}, {"dilations", ints({2, 1})}}));
+  b.output(b.op("Conv", {xg, w32}, {{"group", int64_t{2}}, {"strides", ints({5, 32})}}));
+  ir::Graph g = std::move(b).finish();
+  const std::string cpu = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu);
+  CHECK(occurrences(cpu, "lane_mask __attribute__") == 9);  // 3 stages, 3 vector widths
+  for_each_vector_width([&] {
+    for (int64_t n : {1, 2})
+      check_twin(
+          g, {{n, 3, 32, 85}, {12, 3, 16, 16}, {12}, {n, 4, 20, 64}, {6, 2, 4, 16}, {4, 2, 3, 32}});
+  });
+}
+
 TEST_CASE("CUDA convolution tiles: each size, channel and k tails, groups, epilogues") {
   // On CUDA a convolution with at least 16 output channels per group is an implicit GEMM in
   // tiles of channels by pixels, k in slices of 16 (printer_contraction.cpp, body_conv_gemm), the
