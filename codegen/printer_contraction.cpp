@@ -217,16 +217,6 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     close();
     return imul(rows, chunks);
   }
-  // A vector of `lanes` elements of row `p` from `k`, in the compute type.
-  auto load = [&](int lanes, ValueId v, const std::string& p) {
-    if (buffer_type(v) == ct)
-      return fmt::format("vec {}v; memcpy(&{}v, {} + k, sizeof(vec)); EQF_IN_REGISTER({}v);", p, p,
-                         p, p);
-    std::string elements;
-    for (int u = 0; u < lanes; ++u)
-      elements += fmt::format("{}({}){}[k + {}]", u ? ", " : "", ct, p, u);
-    return fmt::format("const vec {}v = {{{}}};", p, elements);
-  };
   // Where B is transposed: a tile of `tm` rows from row m + `first` by 1 to 4 columns, each
   // output a vector of partial sums along K (the rows of A and B are both contiguous there),
   // added across its lanes at the end.
@@ -245,20 +235,18 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     }
     line("int64_t k = 0;");
     open(fmt::format("for (; k + {} <= {}; k += {})", lanes, K, lanes));
-    for (int64_t r = 0; r < tm; ++r) line(load(lanes, c.a, fmt::format("a{}", r)));
-    for (int h = 0; h < tn; ++h) line(load(lanes, c.b, fmt::format("b{}", h)));
+    for (int64_t r = 0; r < tm; ++r)
+      vector_load(ct, lanes, c.a, fmt::format("a{}v", r), fmt::format("a{} + k", r));
+    for (int h = 0; h < tn; ++h)
+      vector_load(ct, lanes, c.b, fmt::format("b{}v", h), fmt::format("b{} + k", h));
     for (int64_t r = 0; r < tm; ++r)
       for (int h = 0; h < tn; ++h) line(fmt::format("acc{}_{} += a{}v * b{}v;", r, h, r, h));
     close();
     // Each row's tn vectors added across their lanes, then the tail of K.
-    line(fmt::format("typedef {} lane_mask __attribute__((vector_size(sizeof(vec))));",
-                     ct == "double" ? "int64_t" : "int32_t"));
-    for (int64_t r = 0; r < tm; ++r) {
-      std::vector<std::string> accs;
-      for (int h = 0; h < tn; ++h) accs.push_back(fmt::format("acc{}_{}", r, h));
-      const std::string sums = lane_sums(lanes, accs);
-      for (int h = 0; h < tn; ++h) line(fmt::format("{} s{}_{} = {}[{}];", ct, r, h, sums, h));
-    }
+    const std::vector<std::string> sums = row_lane_sums(ct, lanes, tm, tn);
+    for (int64_t r = 0; r < tm; ++r)
+      for (int h = 0; h < tn; ++h)
+        line(fmt::format("{} s{}_{} = {}[{}];", ct, r, h, sums[size_t(r)], h));
     open(fmt::format("for (; k < {}; ++k)", K));
     for (int64_t r = 0; r < tm; ++r)
       for (int h = 0; h < tn; ++h)
@@ -397,6 +385,32 @@ std::string Writer::lane_sums(int lanes, std::vector<std::string> vectors) {
     width = half;
   }
   return z;
+}
+
+std::vector<std::string> Writer::row_lane_sums(const std::string& ct, int lanes, int64_t rows,
+                                               int columns) {
+  line(fmt::format("typedef {} lane_mask __attribute__((vector_size(sizeof(vec))));",
+                   ct == "double" ? "int64_t" : "int32_t"));
+  std::vector<std::string> sums;
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<std::string> accs;
+    for (int c = 0; c < columns; ++c) accs.push_back(fmt::format("acc{}_{}", r, c));
+    sums.push_back(lane_sums(lanes, accs));
+  }
+  return sums;
+}
+
+void Writer::vector_load(const std::string& ct, int lanes, ValueId v, const std::string& name,
+                         const std::string& at) {
+  if (buffer_type(v) == ct) {
+    line(fmt::format("vec {}; memcpy(&{}, {}, sizeof(vec)); EQF_IN_REGISTER({});", name, name, at,
+                     name));
+    return;
+  }
+  std::string elements;
+  for (int u = 0; u < lanes; ++u)
+    elements += fmt::format("{}({})({})[{}]", u ? ", " : "", ct, at, u);
+  line(fmt::format("const vec {} = {{{}}};", name, elements));
 }
 
 std::vector<ir::structured::WindowAxis> window_of(const ir::Graph& g, const ir::Node& n,
@@ -541,16 +555,6 @@ std::string Writer::body_conv_patches(const Stage& s) {
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
     for (int64_t k = 0; k < mb; ++k)
       bias[size_t(k)] = " + (" + ct + ")" + elem(n.inputs[2], Index{iadd("m0", std::to_string(k))});
-  // A vector of `lanes` elements from `p` + kk, in the compute type.
-  auto load = [&](int lanes, ValueId v, const std::string& name, const std::string& p) {
-    if (buffer_type(v) == ct)
-      return fmt::format("vec {}; memcpy(&{}, {} + kk, sizeof(vec)); EQF_IN_REGISTER({});", name,
-                         name, p, name);
-    std::string elements;
-    for (int u = 0; u < lanes; ++u)
-      elements += fmt::format("{}({}){}[kk + {}]", u ? ", " : "", ct, p, u);
-    return fmt::format("const vec {} = {{{}}};", name, elements);
-  };
   vector_variants(ct, [&](int lanes, int accumulators) {
     const int tn = std::clamp<int>(accumulators / int(mb), 1, std::min(4, lanes));
     open(fmt::format("for (int64_t ow = 0; ow < {}; ow += {})", OW, tn));
@@ -568,25 +572,23 @@ std::string Writer::body_conv_patches(const Stage& s) {
     line(fmt::format("const {}* wr = wm + (c * {} + kh) * {};", buffer_type(w), kh_size, kw_size));
     open(fmt::format("for (int64_t kk = 0; kk < {}; kk += {})", kw_size, lanes));
     for (int64_t k = 0; k < mb; ++k)
-      line(load(lanes, w, fmt::format("w{}v", k),
-                fmt::format("wr + {}", imul(std::to_string(k), imul(Cg, std::to_string(taps))))));
+      vector_load(
+          ct, lanes, w, fmt::format("w{}v", k),
+          fmt::format("wr + {} + kk", imul(std::to_string(k), imul(Cg, std::to_string(taps)))));
     for (int p = 0; p < tn; ++p)
-      line(load(lanes, x, fmt::format("x{}v", p), fmt::format("xr + x{}", p)));
+      vector_load(ct, lanes, x, fmt::format("x{}v", p), fmt::format("xr + x{} + kk", p));
     for (int64_t k = 0; k < mb; ++k)
       for (int p = 0; p < tn; ++p) line(fmt::format("acc{}_{} += w{}v * x{}v;", k, p, k, p));
     close();
     close();
     close();
-    line(fmt::format("typedef {} lane_mask __attribute__((vector_size(sizeof(vec))));",
-                     ct == "double" ? "int64_t" : "int32_t"));
+    const std::vector<std::string> sums = row_lane_sums(ct, lanes, mb, tn);
     for (int64_t k = 0; k < mb; ++k) {
-      std::vector<std::string> accs;
-      for (int p = 0; p < tn; ++p) accs.push_back(fmt::format("acc{}_{}", k, p));
-      const std::string sums = lane_sums(lanes, accs);
       for (int p = 0; p < tn; ++p) {
         open(fmt::format("if ({} < nb)", p));
         Index at = {r[0], iadd("m0", std::to_string(k)), r[2], fmt::format("(ow + {})", p)};
-        store_output(out, linear(out, at), at, fmt::format("{}[{}]{}", sums, p, bias[size_t(k)]));
+        store_output(out, linear(out, at), at,
+                     fmt::format("{}[{}]{}", sums[size_t(k)], p, bias[size_t(k)]));
         close();
       }
     }

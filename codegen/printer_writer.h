@@ -631,6 +631,14 @@ class Writer {
   // `lanes` of them, a power of 2) as one vector whose lane h holds vector h's sum; its name.
   // Halves of two vectors are added into one until one is left, then halves of its groups.
   std::string lane_sums(int lanes, std::vector<std::string> vectors);
+  // lane_sums of each of `rows` rows of vectors acc{r}_{c}, c < `columns` (of compute type `ct`),
+  // after the mask type the shuffles name; the rows' vectors of sums.
+  std::vector<std::string> row_lane_sums(const std::string& ct, int lanes, int64_t rows,
+                                         int columns);
+  // Prints `name`, a vector of `lanes` elements of v's buffer from address `at`, in the compute
+  // type `ct`: one load where the buffer holds `ct` (kept in a register), else element by element.
+  void vector_load(const std::string& ct, int lanes, ValueId v, const std::string& name,
+                   const std::string& at);
   std::string body_conv(const Stage& s);
   std::string body_conv_tiles(const Stage& s);
   // The CPU form of a 2-D convolution whose windows tile the input along W (a patch embedding):
