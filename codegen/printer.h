@@ -32,7 +32,7 @@
 //                       | columns (up to four where the tile's | with a bias, ReLU or added
 //                       | accumulators allow; transB: 64       | matrix after it: cuBLASLt
 //                       | columns an item, tiles of 4 rows by  | with that epilogue (trees);
-//                       | 4 columns of vectors of partial dot  | else a thread per element
+//                       | up to 4 columns of vectors of dot    | else a thread per element
 //                       | products, added across lanes); with  |
 //                       | EQFUSE_CBLAS, CBLAS SGEMM per batch  |
 //                       | entry (f32 buffers only)             |

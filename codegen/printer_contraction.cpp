@@ -73,8 +73,9 @@ std::string Writer::body_matmul_element(const Stage& s) {
 // vectors of columns at a time, their sums in registers (named variables of the compilers'
 // vector extension) over all of K, so each load of B feeds mb multiply-adds. A block past the
 // last whole one (rows not a multiple of mb, or a run-time count) takes its rows one at a time.
-// Where B is transposed (Gemm transB), one item per kDotChunk columns of a row, a dot product
-// per column.
+// Where B is transposed (Gemm transB), one item per block of rows and kDotChunk columns, in tiles
+// of dot products along K (dot_tile); where A is transposed too, one item per kDotChunk columns of
+// a row, a dot product per column.
 std::string Writer::body_matmul_rows(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   Contraction c = contraction(g_, n);
@@ -419,7 +420,25 @@ std::vector<ir::structured::WindowAxis> window_of(const ir::Graph& g, const ir::
   const ir::TensorType& x = *ctx.input_types[0];
   std::vector<ir::Dim> spatial(x.shape.dims().begin() + 2, x.shape.dims().end());
   bool ceil_mode = ctx.has_attr("ceil_mode") && ctx.attr_int("ceil_mode") != 0;
-  return ir::structured::window_axes(ctx, spatial, kernel, ceil_mode);
+  auto axes = ir::structured::window_axes(ctx, spatial, kernel, ceil_mode);
+  // SAME's pads depend on the input's size, which window_axes leaves at 0 where the size is
+  // known only at run time. At a stride of 1 they do not (the window's extent less one in all);
+  // at another, generated code does not compute them.
+  const std::string auto_pad = ctx.has_attr("auto_pad") ? ctx.attr_string("auto_pad") : "NOTSET";
+  if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER") return axes;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (spatial[k].is_static()) continue;
+    ir::structured::WindowAxis& a = axes[k];
+    if (a.stride != 1)
+      throw Error("codegen: " + n.op_type + " '" + n.name + "': auto_pad " + auto_pad +
+                      " at stride " + std::to_string(a.stride) +
+                      " over a run-time spatial size (its pads depend on the size)",
+                  Error::Kind::Unsupported);
+    const int64_t total = a.dilation * (a.kernel - 1);
+    a.pad_begin = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    a.pad_end = total - a.pad_begin;
+  }
+  return axes;
 }
 
 // The end of a direct convolution's item (Conv, ConvTranspose): the multiply-add of input

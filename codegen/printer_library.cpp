@@ -374,12 +374,13 @@ std::string Writer::cblas_call(const Stage& s, size_t index) {
   if (!g || g->operand_type != DType::f32 || g->out_type != DType::f32) return "";
   const ir::Node& n = g_.node(s.node);
   return fmt::format(
-      "#pragma omp single\n"
+      "  }}  // the parallel region closed around the library, which has threads of its own\n"
       "  {{  // stage {}: {} '{}' as CBLAS SGEMM, one call per batch entry\n"
       "    const int64_t m = {}, n = {}, k = {}, batch = {};\n"
       "    for (int64_t b = 0; b < batch && m > 0 && n > 0; ++b)\n"
       "      cblas_sgemm(CblasRowMajor, {}, {}, (int)m, (int)n, (int)k, {}, {} + b * ({}), "
-      "(int)({}), {} + b * ({}), (int)({}), 0.0f, {} + b * m * n, (int)n);\n  }}\n",
+      "(int)({}), {} + b * ({}), (int)({}), 0.0f, {} + b * m * n, (int)n);\n  }}\n"
+      "#pragma omp parallel\n  {{\n",
       index, n.op_type, g_.value(s.output).name, g->m, g->n, g->k, g->batch,
       g->trans_a ? "CblasTrans" : "CblasNoTrans", g->trans_b ? "CblasTrans" : "CblasNoTrans",
       g->alpha, g->a, g->stride_a, g->lda, g->b, g->stride_b, g->ldb, g->out);

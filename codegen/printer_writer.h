@@ -112,9 +112,10 @@ inline constexpr int kTileAccumulatorsAvx512 = 16;  // the same of AVX-512's 32 
 // A twin convolution shares its weights across several vectors of a row where each output sums
 // at least this many products (body_conv_tiles).
 inline constexpr int64_t kSharedReduction = 64;
-// Columns per item of a twin matrix product (body_matmul_rows): of register tiles where B's rows
-// are contiguous (a multiple of every tile's width), of dot products where B is transposed.
+// Columns per item of a twin matrix product (body_matmul_rows) where B's rows are contiguous (a
+// multiple of every register tile's width) ...
 inline constexpr int64_t kColumnChunk = 256;
+// ... and where B is transposed (dot products along K).
 inline constexpr int64_t kDotChunk = 64;
 // Output pixels per item of a 1x1 convolution the twin takes as one row (body_conv_tiles).
 inline constexpr int64_t kFlatConvChunk = 512;

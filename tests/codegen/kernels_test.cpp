@@ -856,8 +856,9 @@ TEST_CASE("contractions with epilogues: batched MatMul + bias + Gelu, Gemm with 
     // The MatMul's loops compute the bias and Gelu where they store: no pass of their own.
     std::string cpu = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu);
     CHECK(cpu.find("with stage 1's epilogue Mul") != std::string::npos);
-    // The twin forks once a run: each stage shares its items out inside one parallel region.
-    CHECK(occurrences(cpu, "#pragma omp parallel\n") == 1);
+    // The twin forks once a run: each stage shares its items out inside one parallel region,
+    // which a CBLAS call (its other form) closes around itself.
+    CHECK(occurrences(cpu, "#pragma omp parallel\n") == 1 + occurrences(cpu, "as CBLAS SGEMM"));
     CHECK(occurrences(cpu, "#pragma omp for schedule(static)\n") >= 2);
     CHECK(occurrences(cpu, "omp parallel for") == 0);
     const std::vector<std::vector<int64_t>> dims = {{2, m, 13}, {13, 5},  {5},       {m, 13},
@@ -1313,6 +1314,36 @@ TEST_CASE("patch convolutions: windows along W that tile the row, summed along k
   });
 }
 
+TEST_CASE("auto_pad SAME over a run-time width: its pads at stride 1, refused at stride 2") {
+  // SAME's pads depend on the input's size, except at a stride of 1 (the window's extent less
+  // one): those are compiled, the others refused by name rather than computed with no padding.
+  for (const char* mode : {"SAME_UPPER", "SAME_LOWER"}) {
+    INFO(mode);
+    GraphBuilder b;
+    ValueId x = b.input("x", DType::f32, {Dim(1), Dim(3), Dim(6), Dim::symbol("w")});
+    ValueId w = b.input("w", DType::f32, {Dim(8), Dim(3), Dim(3), Dim(4)});
+    b.output(b.op("Conv", {x, w}, {{"auto_pad", std::string(mode)}}));
+    ir::Graph g = std::move(b).finish();
+    for (int64_t width : {5, 20}) check_twin(g, {{1, 3, 6, width}, {8, 3, 3, 4}});
+    GraphBuilder strided;
+    ValueId sx = strided.input("x", DType::f32, {Dim(1), Dim(3), Dim(6), Dim::symbol("w")});
+    ValueId sw = strided.input("w", DType::f32, {Dim(8), Dim(3), Dim(16), Dim(16)});
+    strided.output(strided.op("Conv", {sx, sw},
+                              {{"auto_pad", std::string(mode)},
+                               {"strides", ir::AttrValue(std::vector<int64_t>{1, 16})}}));
+    ir::Graph sg = std::move(strided).finish();
+    for (codegen::Target t : {codegen::Target::Cpu, codegen::Target::Cuda}) {
+      try {
+        (void)codegen::print_kernels(codegen::make_plan(sg), t);
+        FAIL("a SAME convolution at stride 16 over a run-time width was compiled");
+      } catch (const Error& e) {
+        CHECK(e.kind() == Error::Kind::Unsupported);
+        CHECK(std::string(e.what()).find("auto_pad") != std::string::npos);
+      }
+    }
+  }
+}
+
 TEST_CASE("CUDA convolution tiles: each size, channel and k tails, groups, epilogues") {
   // On CUDA a convolution with at least 16 output channels per group is an implicit GEMM in
   // tiles of channels by pixels, k in slices of 16 (printer_contraction.cpp, body_conv_gemm), the
@@ -1456,7 +1487,8 @@ TEST_CASE("CUDA convolutions through cuDNN: bias, epilogues in place, groups, 16
 }
 
 TEST_CASE("matrix product tiles: row blocks of 4 and 2, ragged rows, column chunks, Gemm") {
-  // Rows 8 and 2 are whole blocks of 4 and 2; 6, 5, 17 and 3 end in a block of fewer rows,
+  // Rows 8 and 2 are whole blocks of 4 and 2; 6, 5, 17 and 3 end in a block of fewer rows (also
+  // a static batch of 2 x m rows against one matrix),
   // which the twin takes a row at a time. 37 columns are whole tiles and an edge tile at either
   // vector width; 300 are two items of 256 columns, the second of 44.
   for (int64_t m : {8, 6, 5, 17, 3, 2}) {
@@ -1468,6 +1500,8 @@ TEST_CASE("matrix product tiles: row blocks of 4 and 2, ragged rows, column chun
     ValueId at = b.input("at", DType::f32, {Dim(11), Dim(m)});
     ValueId c = b.input("c", DType::f32, {Dim(37)});
     ValueId w300 = b.input("w300", DType::f32, {Dim(11), Dim(300)});
+    ValueId xs = b.input("xs", DType::f32, {Dim(2), Dim(m), Dim(11)});
+    b.output(b.op("Tanh", {b.op("MatMul", {xs, w})}));
     ValueId xw = b.op("MatMul", {x, w});
     b.output(b.op("Tanh", {xw}));
     b.output(b.op("MatMul", {xw, y}));
@@ -1476,7 +1510,8 @@ TEST_CASE("matrix product tiles: row blocks of 4 and 2, ragged rows, column chun
     b.output(b.op("Sigmoid", {b.op("MatMul", {a, w300})}));
     ir::Graph g = std::move(b).finish();
     for_each_vector_width([&] {
-      check_twin(g, {{2, m, 11}, {11, 37}, {2, 37, 3}, {m, 11}, {11, m}, {37}, {11, 300}});
+      check_twin(g,
+                 {{2, m, 11}, {11, 37}, {2, 37, 3}, {m, 11}, {11, m}, {37}, {11, 300}, {2, m, 11}});
     });
   }
   // Rows known only at run time: blocks of 4, the last of what remains.
@@ -1496,13 +1531,13 @@ TEST_CASE("products with B transposed: tiles of dot products, K tails, ragged ro
   // K of 13, 37 and 131: dot products that are all tail, one or two vectors and a tail, eight
   // and a tail at every vector width; 70 columns are an item of 64 and one of 6, whose last
   // tile of columns is partial. Rows 6 and 9 end in a block of fewer than 4.
-  for (int64_t m : {1, 6, 9})
+  for (int64_t m : {1, 3, 6, 9})
     for (int64_t k : {13, 37, 131}) {
       INFO("rows " << m << ", K " << k);
       GraphBuilder b;
       ValueId a = b.input("a", DType::f32, {Dim(m), Dim(k)});
       ValueId wt = b.input("wt", DType::f32, {Dim(70), Dim(k)});
-      ValueId c = b.input("c", DType::f32, {Dim(70)});
+      ValueId c = b.input("c", DType::f32, {Dim(m), Dim(1)});  // C varies along the rows
       b.output(b.op("Tanh", {b.op("Gemm", {a, wt, c},
                                   {{"transB", int64_t{1}}, {"alpha", 0.5}, {"beta", 2.0}})}));
       const int64_t f64 = ir::onnx_dtype_code(DType::f64);
@@ -1511,7 +1546,7 @@ TEST_CASE("products with B transposed: tiles of dot products, K tails, ragged ro
       ir::Graph g = std::move(b).finish();
       std::string cpu = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu);
       CHECK(occurrences(cpu, "EQF_LANES(") > 0);
-      for_each_vector_width([&] { check_twin(g, {{m, k}, {70, k}, {70}}); });
+      for_each_vector_width([&] { check_twin(g, {{m, k}, {70, k}, {m, 1}}); });
     }
 }
 
