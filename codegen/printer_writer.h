@@ -4,14 +4,17 @@
 // it uses. Its methods are defined by what they print:
 //   printer_writer.h         (here) index arithmetic, row loops, the Writer's state
 //   printer.cpp              expressions (elementwise ops and layout index maps), pointwise
-//                            stages, the stage wrapper (C++ function, CUDA kernel and launch),
-//                            the whole unit
+//                            stages, the stage wrapper (C++ function, CUDA kernel and launch)
+//   printer_unit.cpp         the whole unit: the stages' functions, the run function, the
+//                            model's interface
 //   printer_index_ops.cpp    ops read at computed places (BatchNormalization, Pad, Tile,
 //                            Trilu, DepthToSpace, GatherElements, GatherND, OneHot, Resize...)
 //   printer_rows.cpp         Reduce*, ArgMax/ArgMin, Softmax, LayerNormalization and pooling
 //   printer_attention.cpp    softmax(S)·V in one stage (CUDA cores, tensor cores, the twin)
-//   printer_contraction.cpp  MatMul and Gemm in loops of our own, convolution (direct loops,
-//                            the twin's tiles, CUDA's implicit-GEMM tiles)
+//   printer_matmul.cpp       MatMul and Gemm in loops of our own (elements, the twin's row
+//                            blocks and dot tiles)
+//   printer_conv.cpp         convolution (direct loops, the twin's tiles and patch dot tiles,
+//                            CUDA's implicit-GEMM tiles)
 //   printer_library.cpp      cuBLAS, cuBLASLt, CBLAS and cuDNN calls, with the kernels that
 //                            finish them (a Gemm's C term, the bias after cuDNN)
 //   printer_runtimes.cpp     the C sources generated units include for tensor cores, the

@@ -1346,7 +1346,7 @@ TEST_CASE("auto_pad SAME over a run-time width: its pads at stride 1, refused at
 
 TEST_CASE("CUDA convolution tiles: each size, channel and k tails, groups, epilogues") {
   // On CUDA a convolution with at least 16 output channels per group is an implicit GEMM in
-  // tiles of channels by pixels, k in slices of 16 (printer_contraction.cpp, body_conv_gemm), the
+  // tiles of channels by pixels, k in slices of 16 (printer_conv.cpp, body_conv_gemm), the
   // largest tiles of which there are at least 132: 128x64 or 32x64 for 72 channels (a channel tail
   // in each), 64x64 or 32x64 for 40 and 64, 32x64 alone for 20 per group. k of 180, 20 and 72 end
   // in partial slices.
