@@ -65,7 +65,9 @@ std::unique_ptr<CpuModule> CpuModule::build(
     const ir::Graph& graph, CpuBuildInfo* info,
     const std::function<void(const std::string&)>& on_compile, const PlanOptions& options) {
   std::unique_ptr<CpuModule> m(new CpuModule());
-  m->plan_ = make_plan(graph, options);
+  PlanOptions twin = options;
+  twin.conv_weight_blocks = true;
+  m->plan_ = make_plan(graph, twin);
   std::string source = print_kernels(m->plan_, Target::Cpu);
   // -march=native: the twin runs where it is compiled (fused multiply-adds where the CPU has
   // them; the tiles of the contractions and convolutions are written for them).

@@ -340,6 +340,63 @@ static std::vector<NodeId> layout_copy_path(const ir::Graph& g, const Stage& s) 
   return path;
 }
 
+namespace {
+
+// Whether the twin's channel tiles compute convolution `n` (PlanOptions::conv_weight_blocks).
+bool takes_weight_blocks(const ir::Graph& g, const ir::Node& n, ir::DType precision) {
+  if (n.op_type != "Conv" || precision != ir::DType::f32 || n.inputs.size() < 2) return false;
+  const ir::Value& w = g.value(n.inputs[1]);
+  const ir::TensorType& x = g.value(n.inputs[0]).type;
+  const ir::TensorType& y = g.value(n.outputs[0]).type;
+  if (!w.is_weight() || w.type.dtype != ir::DType::f32 || x.dtype != ir::DType::f32 ||
+      y.dtype != ir::DType::f32 || w.type.shape.rank() != 4 || x.shape.rank() != 4 ||
+      y.shape.rank() != 4)
+    return false;
+  for (size_t k = 0; k < 4; ++k)
+    if (!w.type.shape[k].is_static() ||
+        (k >= 2 && (!x.shape[k].is_static() || !y.shape[k].is_static())))
+      return false;
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue &&
+      g.value(n.inputs[2]).type.dtype != ir::DType::f32)
+    return false;
+  ir::OpContext ctx = ir::make_context(g, n);
+  const int64_t kh = w.type.shape[2].value(), kw = w.type.shape[3].value();
+  return ctx.attr_int("group") == 1 && w.type.shape[0].value() % kWeightBlock == 0 && kh * kw > 1 &&
+         kw <= kMaxBlockedKernel && w.type.shape[1].value() * kh * kw >= kBlockedReduction;
+}
+
+// Blocked weights (Stage::weight_blocks) for each convolution stage that takes them.
+void add_weight_blocks(KernelPlan& plan) {
+  ir::Graph& g = plan.graph;
+  std::map<ValueId, ValueId> blocks_of;  // one copy of weights that several convolutions read
+  for (Stage& s : plan.stages) {
+    if (s.node == ir::kNoNode || s.kind == StageKind::Attention ||
+        !takes_weight_blocks(g, g.node(s.node), plan.precision))
+      continue;
+    const ValueId wv = g.node(s.node).inputs[1];
+    if (auto known = blocks_of.find(wv); known != blocks_of.end()) {
+      s.weight_blocks = known->second;
+      continue;
+    }
+    const auto& d = g.value(wv).type.shape;
+    const int64_t M = d[0].value(), C = d[1].value(), taps = d[2].value() * d[3].value();
+    auto w = g.weight_data(wv);
+    const std::span<const float> from = w->data<float>();
+    ir::Tensor blocks(ir::DType::f32,
+                      {M / kWeightBlock, C, d[2].value(), d[3].value(), kWeightBlock});
+    std::span<float> to = blocks.data<float>();
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t t = 0; t < taps; ++t)
+          to[size_t(((m / kWeightBlock * C + c) * taps + t) * kWeightBlock + m % kWeightBlock)] =
+              from[size_t((m * C + c) * taps + t)];
+    s.weight_blocks = blocks_of[wv] =
+        g.add_weight(g.unique_name(g.value(wv).name + "_blocks"), std::move(blocks));
+  }
+}
+
+}  // namespace
+
 KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
   if (!is_precision(options.precision))
     throw Error(fmt::format("codegen: precision {}: expected f32, f16 or bf16",
@@ -577,6 +634,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     plan.stages.push_back(std::move(s));
   }
   for (auto [copy, source] : copies) add_copy_stage(copy, source);
+  if (options.conv_weight_blocks) add_weight_blocks(plan);
 
   // What each stage reads: materialized values reached through the recomputed ones.
   for (Stage& s : plan.stages) {
@@ -598,6 +656,11 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
       const ir::Node& p = g.node(val.producer);
       for (size_t k : data_inputs(p))
         if (k < p.inputs.size() && p.inputs[k] != ir::kNoValue) todo.push_back(p.inputs[k]);
+    }
+    // Blocked weights are read instead of the weights (which another stage may still read).
+    if (s.weight_blocks) {
+      reads.erase(g.node(s.node).inputs[1]);
+      reads.insert(*s.weight_blocks);
     }
     s.reads.assign(reads.begin(), reads.end());
   }

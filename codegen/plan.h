@@ -74,6 +74,11 @@ struct Stage {
     ir::NodeId scores = ir::kNoNode, softmax = ir::kNoNode;
   };
   std::optional<AttentionNodes> attention;
+  // Convolution stages of a plan for the C++ twin (PlanOptions::conv_weight_blocks): a weight of
+  // the plan holding the convolution's weights in blocks of kWeightBlock output channels,
+  // [M / 16][C][KH][KW][16], which the twin's channel tiles read instead of the weights (a
+  // vector of 16 output channels' weights for each input channel and tap).
+  std::optional<ir::ValueId> weight_blocks;
   // Rows stages: the reductions of the last axis (Reduce*, keepdims) that its elements read,
   // inner ones first (one may read another). A row at a time, each is computed over the row and
   // kept in registers, then the row is written: a LayerNorm or RMSNorm written out, or a
@@ -140,7 +145,21 @@ struct PlanOptions {
   // (`eqfuse compile --no-cublaslt`: for trees without cuBLASLt, and for pricing GPU runs that
   // predate it).
   bool cublaslt = true;
+  // The C++ twin: a 2-D convolution (one group, output channels a multiple of kWeightBlock,
+  // kernel larger than 1x1 and at most kMaxBlockedKernel wide, at least kBlockedReduction
+  // products an output, static spatial sizes, f32) reads its weights in
+  // blocks (Stage::weight_blocks), so that it vectorizes along output channels: no lane idles
+  // on a row of 7 or 14, and no product with the padding is computed. CUDA never reads them
+  // (off for its plans: the blob would hold the weights twice).
+  bool conv_weight_blocks = false;
 };
+
+inline constexpr int64_t kWeightBlock = 16;
+inline constexpr int64_t kMaxBlockedKernel = 7;
+// Measured on the shared convnets: a 1x1 convolution (a matrix product), or one whose outputs
+// sum fewer products (SqueezeNet's 3x3 over 16 channels, MobileNet's first over 3), runs faster
+// in the twin's other tiles.
+inline constexpr int64_t kBlockedReduction = 256;
 
 // "f32", "f16" or "bf16" as a precision; Error (BadInput) naming the text otherwise.
 ir::DType parse_precision(const std::string& name);

@@ -548,6 +548,10 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       }
       case StageKind::Conv: {
         const ir::Node& n = g_.node(s.node);
+        if (s.weight_blocks && target_ != Target::Cpu)
+          throw Error("codegen: convolution '" + n.name +
+                          "' reads weight blocks, which only the C++ twin's plans have",
+                      Error::Kind::Internal);
         const auto& ws = type(n.inputs[1]).shape;
         rows_form = target_ == Target::Cpu && rank(n.inputs[0]) == 4 && ws[0].is_static() &&
                     ws[2].is_static() && ws[3].is_static();

@@ -220,6 +220,7 @@ std::string Writer::body_conv_patches(const Stage& s) {
 // rest, through masks where the target has them. Operands are contiguous buffers.
 std::string Writer::body_conv_tiles(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
+  if (s.weight_blocks) return body_conv_channels(s);
   if (conv_takes_patches(g_, n)) return body_conv_patches(s);
   ir::OpContext ctx = ir::make_context(g_, n);
   ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
@@ -690,6 +691,132 @@ std::vector<ConvTile> Writer::conv_gemm_tiles(const Stage& s) const {
   return cost::conv_tiles(static_cast<int64_t>(rank(n.inputs[0])) - 2,
                           t == DType::f32 || t == DType::bf16 || t == DType::f16,
                           ws[0].value() / ir::make_context(g_, n).attr_int("group"));
+}
+
+// An item is one output row of kWeightBlock output channels. The row is cut into chunks of as
+// many pixels as the registers hold a vector of the block's channels for; for each input channel
+// and tap, a chunk adds its input pixels times the tap's weight vector. The taps that fall in the
+// padding are left out, not multiplied by zeros: the printer knows them for each pixel of a
+// chunk at a static place, and a chunk in the middle of the row has none, so those chunks share
+// one loop.
+std::string Writer::body_conv_channels(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  const ValueId x = n.inputs[0], blocks_of_w = *s.weight_blocks, out = s.output;
+  const auto& ws = type(n.inputs[1]).shape;
+  const int64_t M = ws[0].value(), C = ws[1].value(), KH = ws[2].value(), KW = ws[3].value();
+  auto win = window_of(g_, n, {KH, KW});
+  const int64_t sh = win[0].stride, ph = win[0].pad_begin, dh = win[0].dilation;
+  const int64_t sw = win[1].stride, pw = win[1].pad_begin, dw = win[1].dilation;
+  const int64_t W = type(x).shape[3].value(), OW = type(out).shape[3].value();
+  const std::string H = dim(x, 2), B = std::to_string(kWeightBlock);
+  const int64_t blocks = M / kWeightBlock;
+  Index r = decompose("i", {dim(out, 0), std::to_string(blocks), dim(out, 2)},
+                      {dim_is_one(out, 0), blocks == 1, dim_is_one(out, 2)});
+  const std::string oh = r[2];
+  line(fmt::format("const int64_t m0 = {} * {};", r[1], B));
+  line(fmt::format("const float* xg = {} + {} * {} * {} * {};", ptr(x), r[0], C, H, W));
+  line(fmt::format("const float* wb = {} + {} * {};", ptr(blocks_of_w), r[1],
+                   C * KH * KW * kWeightBlock));
+  std::vector<std::string> bias(size_t(kWeightBlock), "0.0f");
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    for (int64_t k = 0; k < kWeightBlock; ++k) {
+      bias[size_t(k)] = fresh("b");
+      line(fmt::format("const float {} = (float){};", bias[size_t(k)],
+                       elem(n.inputs[2], Index{iadd("m0", std::to_string(k))})));
+    }
+  // Input column of pixel q at tap kw, and whether it lies in the row.
+  auto column = [&](int64_t q, int64_t kw) { return q * sw - pw + kw * dw; };
+  auto inside = [&](int64_t q, int64_t kw) { return column(q, kw) >= 0 && column(q, kw) < W; };
+  vector_variants(
+      "float",
+      [&](int lanes, int accumulators) {
+        const int64_t nv = kWeightBlock / lanes;  // vectors per pixel
+        // Accumulators, the tap's weight vectors and the pixel broadcast in the registers (32 with
+        // AVX-512, else 16), two spare.
+        const int64_t registers = accumulators == kTileAccumulatorsAvx512 ? 32 : 16;
+        const int64_t most = std::max<int64_t>(1, (registers - nv - 3) / nv);
+        const int64_t chunks = (OW + most - 1) / most, tp = (OW + chunks - 1) / chunks;
+        for (int64_t v = 0; v < nv; ++v) {
+          std::string lanes_of;
+          for (int u = 0; u < lanes; ++u) lanes_of += (u ? ", " : "") + bias[size_t(v * lanes + u)];
+          line(fmt::format("const vec bv{} = {{{}}};", v, lanes_of));
+        }
+        // One chunk of `size` pixels from q0: from `first` (static) or, where first < 0, from a
+        // loop's q0 (a chunk in the middle of the row, every tap inside).
+        auto chunk = [&](int64_t first, int64_t size) {
+          auto used = [&](int64_t j, int64_t kw) { return first < 0 || inside(first + j, kw); };
+          for (int64_t j = 0; j < size; ++j)
+            for (int64_t v = 0; v < nv; ++v) line(fmt::format("vec a{}_{} = bv{};", j, v, v));
+          open(fmt::format("for (int64_t c = 0; c < {}; ++c)", C));
+          line(fmt::format("const float* xc = xg + c * {} * {};", H, W));
+          line(fmt::format("const float* wc = wb + c * {};", KH * KW * kWeightBlock));
+          open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", KH));
+          line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", oh, sh, ph, dh));
+          line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
+          line(fmt::format("const float* xr = xc + ih * {};", W));
+          line(fmt::format("const float* wk = wc + kh * {};", KW * kWeightBlock));
+          for (int64_t kw = 0; kw < KW; ++kw) {
+            bool any = false;
+            for (int64_t j = 0; j < size; ++j) any = any || used(j, kw);
+            if (!any) continue;
+            for (int64_t v = 0; v < nv; ++v)
+              line(fmt::format("vec w{}_{}; memcpy(&w{}_{}, wk + {}, sizeof(vec));", kw, v, kw, v,
+                               kw * kWeightBlock + v * lanes));
+            for (int64_t j = 0; j < size; ++j) {
+              if (!used(j, kw)) continue;
+              const std::string at =
+                  first < 0 ? fmt::format("(q0 + {}) * {} - {} + {}", j, sw, pw, kw * dw)
+                            : std::to_string(column(first + j, kw));
+              std::string sums;
+              for (int64_t v = 0; v < nv; ++v)
+                sums += fmt::format(" a{}_{} += p * w{}_{};", j, v, kw, v);
+              line(fmt::format("{{ const float p = xr[{}];{} }}", at, sums));
+            }
+          }
+          close();
+          close();
+          // Each pixel's channels stored (and their epilogue computed) by a loop, not unrolled.
+          for (int64_t j = 0; j < size; ++j) {
+            const std::string e = fresh("e"), u = fresh("u");
+            line(fmt::format("float {}[{}];", e, kWeightBlock));
+            for (int64_t v = 0; v < nv; ++v)
+              line(fmt::format("memcpy({} + {}, &a{}_{}, sizeof(vec));", e, v * lanes, j, v));
+            open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, B, u));
+            const std::string q =
+                first < 0 ? fmt::format("(q0 + {})", j) : std::to_string(first + j);
+            Index at = {r[0], fmt::format("(m0 + {})", u), oh, q};
+            store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));
+            close();
+          }
+        };
+        // Chunks in the middle of the row (full, every tap inside) share a loop; the others are
+        // printed each at its place.
+        auto middle = [&](int64_t q0) {
+          if (q0 + tp > OW) return false;
+          for (int64_t j = 0; j < tp; ++j)
+            for (int64_t kw = 0; kw < KW; ++kw)
+              if (!inside(q0 + j, kw)) return false;
+          return true;
+        };
+        for (int64_t q0 = 0; q0 < OW;) {
+          int64_t end = q0;
+          while (end < OW && middle(end)) end += tp;
+          if (end - q0 >= 2 * tp) {
+            open(fmt::format("for (int64_t q0 = {}; q0 < {}; q0 += {})", q0, end, tp));
+            chunk(-1, tp);
+            close();
+            q0 = end;
+            continue;
+          }
+          const int64_t size = std::min(tp, OW - q0);
+          open("");
+          chunk(q0, size);
+          close();
+          q0 += size;
+        }
+      },
+      OW, /*wide=*/false);
+  return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
 }
 
 }  // namespace eqfuse::codegen::detail

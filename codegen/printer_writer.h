@@ -649,6 +649,9 @@ class Writer {
   // its stride along W its kernel width, a multiple of 16, no padding, no dilation along W.
   static bool conv_takes_patches(const ir::Graph& g, const ir::Node& n);
   std::string body_conv_patches(const Stage& s);
+  // The CPU form of a convolution whose weights the plan holds in blocks (Stage::weight_blocks):
+  // vectors along output channels.
+  std::string body_conv_channels(const Stage& s);
   std::string body_conv_gemm(const Stage& s, ConvTile tile);
   // The tiles body_conv_gemm may take for `s`, largest first; none where that form does not
   // apply (a depthwise or grouped convolution with few channels per group, f64, symbolic

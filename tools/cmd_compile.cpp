@@ -117,6 +117,7 @@ int run_compile(const CompileArgs& a) {
   if (tree.target == codegen::Target::Cuda)
     plan_options.tensor_cores = codegen::arch_has_tensor_cores(a.arch);
   plan_options.cublaslt = !a.no_cublaslt;
+  plan_options.conv_weight_blocks = tree.target == codegen::Target::Cpu;
   auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -148,7 +149,12 @@ int run_compile(const CompileArgs& a) {
                   Error::Kind::CheckFailed);
   }
   codegen::TreeReport r = codegen::write_source_tree(plan, a.out, tree);
-  write_predictions(graph, plan, a.device, fs::path(a.out) / "predictions.json");
+  // The predictions are of the CUDA forms, which a twin's plan (blocked weights) does not print.
+  codegen::PlanOptions for_cuda = plan_options;
+  for_cuda.conv_weight_blocks = false;
+  write_predictions(graph,
+                    plan_options.conv_weight_blocks ? codegen::make_plan(graph, for_cuda) : plan,
+                    a.device, fs::path(a.out) / "predictions.json");
   double total_s = seconds();
   if (a.json) {
     nlohmann::json j = {{"model", a.model},

@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <set>
 
 #include "codegen/cpu_backend.h"
 #include "codegen/plan.h"
@@ -1284,6 +1285,74 @@ TEST_CASE("convolution tiles: inside and edge tiles, strides, dilations, groups"
                       {2, 12, 23, 29},
                       {2, 4, hw_dims[0], hw_dims[1]},
                       {8, 4, 1, 1}});
+  });
+}
+
+TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded taps left out") {
+  // Convolutions whose weights are the model's (and sum at least 256 products an output) read
+  // them in blocks of 16 output channels in the twin, a vector of channels per pixel. Rows of 7
+  // (one chunk under AVX-512, two or four in narrower vectors, whose middle ones share a loop),
+  // with a bias and a ReLU; rows of 40 (a loop over middle chunks between two edge chunks), one
+  // block, a residual; strides, dilations and uneven pads; a 7x7 filter at stride 2; 3x1 and
+  // 1x3 filters; SAME_UPPER at stride 2 on an even width (its extra pad at the end); no padding,
+  // its last chunk partial; a weight that another convolution and another op read too.
+  GraphBuilder b;
+  auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
+  ValueId x7 = b.input("x7", DType::f32, {Dim::symbol("n"), Dim(29), Dim(7), Dim(7)});
+  ValueId x40 = b.input("x40", DType::f32, {Dim::symbol("n"), Dim(29), Dim(5), Dim(40)});
+  ValueId r40 = b.input("r40", DType::f32, {Dim::symbol("n"), Dim(16), Dim(5), Dim(40)});
+  ValueId x23 = b.input("x23", DType::f32, {Dim::symbol("n"), Dim(29), Dim(11), Dim(23)});
+  ValueId x61 = b.input("x61", DType::f32, {Dim::symbol("n"), Dim(6), Dim(9), Dim(61)});
+  ValueId x16 = b.input("x16", DType::f32, {Dim::symbol("n"), Dim(90), Dim(8), Dim(16)});
+  ValueId w7 = b.weight("w7", random_tensor({32, 29, 3, 3}, 21));
+  ValueId b7 = b.weight("b7", random_tensor({32}, 22));
+  ValueId w40 = b.weight("w40", random_tensor({16, 29, 3, 3}, 23));
+  ValueId w23 = b.weight("w23", random_tensor({16, 29, 5, 3}, 24));
+  ValueId w61 = b.weight("w61", random_tensor({48, 6, 7, 7}, 25));
+  ValueId b61 = b.weight("b61", random_tensor({48}, 26));
+  ValueId w31 = b.weight("w31", random_tensor({16, 90, 3, 1}, 27));
+  ValueId w13 = b.weight("w13", random_tensor({32, 90, 1, 3}, 28));
+  b.output(b.op("Relu", {b.op("Conv", {x7, w7, b7}, {{"pads", ints({1, 1, 1, 1})}})}));
+  b.output(b.op("Add", {b.op("Conv", {x40, w40}, {{"pads", ints({1, 1, 1, 1})}}), r40}));
+  b.output(
+      b.op("Conv", {x23, w23},
+           {{"strides", ints({2, 3})}, {"dilations", ints({2, 1})}, {"pads", ints({1, 2, 0, 1})}}));
+  b.output(
+      b.op("Conv", {x61, w61, b61}, {{"pads", ints({3, 3, 3, 3})}, {"strides", ints({2, 2})}}));
+  b.output(b.op("Conv", {x16, w31}, {{"pads", ints({1, 0, 1, 0})}}));
+  b.output(
+      b.op("Conv", {x16, w13},
+           {{"auto_pad", ir::AttrValue(std::string("SAME_UPPER"))}, {"strides", ints({2, 2})}}));
+  b.output(b.op("Conv", {x23, w40}));  // unpadded: a last chunk that is partial, all inside
+  b.output(b.op("Sigmoid", {w40}));
+  ir::Graph g = std::move(b).finish();
+  codegen::PlanOptions twin;
+  twin.conv_weight_blocks = true;
+  const codegen::KernelPlan plan = codegen::make_plan(g, twin);
+  const std::string cpu = codegen::print_kernels(plan, codegen::Target::Cpu);
+  CHECK(occurrences(cpu, "const float* wb = ") == 7);
+  CHECK(occurrences(codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu),
+                    "const float* wb = ") == 0);
+  // The blob holds the blocks instead of the weights, but w40, which Sigmoid reads too.
+  std::set<std::string> weights;
+  for (ValueId v : plan.weights) weights.insert(plan.graph.value(v).name);
+  CHECK(weights.count("w40"));
+  CHECK(!weights.count("w7"));
+  CHECK(weights.count("w7_blocks"));
+  CHECK(std::count_if(weights.begin(), weights.end(), [](const std::string& name) {
+          return name.rfind("w40_blocks", 0) == 0;
+        }) == 1);  // two convolutions read w40: one copy
+  // CUDA prints no plan with blocks (it would read the weights, which the blob lacks).
+  CHECK_THROWS_WITH(codegen::print_kernels(plan, codegen::Target::Cuda),
+                    Catch::Contains("only the C++ twin"));
+  for_each_vector_width([&] {
+    for (int64_t n : {1, 2})
+      check_twin(g, {{n, 29, 7, 7},
+                     {n, 29, 5, 40},
+                     {n, 16, 5, 40},
+                     {n, 29, 11, 23},
+                     {n, 6, 9, 61},
+                     {n, 90, 8, 16}});
   });
 }
 
