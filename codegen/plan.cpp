@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <tuple>
 
@@ -348,7 +349,10 @@ bool takes_weight_blocks(const ir::Graph& g, const ir::Node& n, ir::DType precis
   const ir::Value& w = g.value(n.inputs[1]);
   const ir::TensorType& x = g.value(n.inputs[0]).type;
   const ir::TensorType& y = g.value(n.outputs[0]).type;
-  if (!w.is_weight() || w.type.dtype != ir::DType::f32 || x.dtype != ir::DType::f32 ||
+  // The blocks are made from the weights' data: a structure-only model (its external data
+  // absent, the bench seeding the weights) keeps the other tiles.
+  const bool data = w.data || (w.external && std::filesystem::exists(w.external->file));
+  if (!data || w.type.dtype != ir::DType::f32 || x.dtype != ir::DType::f32 ||
       y.dtype != ir::DType::f32 || w.type.shape.rank() != 4 || x.shape.rank() != 4 ||
       y.shape.rank() != 4)
     return false;

@@ -1342,6 +1342,16 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
   CHECK(std::count_if(weights.begin(), weights.end(), [](const std::string& name) {
           return name.rfind("w40_blocks", 0) == 0;
         }) == 1);  // two convolutions read w40: one copy
+  // A structure-only model's weights (external data absent: the bench seeds them) have no
+  // data to make blocks from: that convolution keeps the other tiles.
+  ir::Graph seeded = g;
+  seeded.value(w7).data = nullptr;
+  ir::ExternalData absent;
+  absent.file = "/nonexistent/weights.bin";
+  seeded.value(w7).external = absent;
+  const codegen::KernelPlan seeded_plan = codegen::make_plan(seeded, twin);
+  CHECK(occurrences(codegen::print_kernels(seeded_plan, codegen::Target::Cpu),
+                    "const float* wb = ") == 6);
   // CUDA prints no plan with blocks (it would read the weights, which the blob lacks).
   CHECK_THROWS_WITH(codegen::print_kernels(plan, codegen::Target::Cuda),
                     Catch::Contains("only the C++ twin"));
