@@ -341,6 +341,10 @@ static std::vector<NodeId> layout_copy_path(const ir::Graph& g, const Stage& s) 
   return path;
 }
 
+bool has_weight_data(const ir::Value& v) {
+  return v.data || (v.external && std::filesystem::exists(v.external->file));
+}
+
 namespace {
 
 // Whether the twin's channel tiles compute convolution `n` (PlanOptions::conv_weight_blocks).
@@ -350,11 +354,12 @@ bool takes_weight_blocks(const ir::Graph& g, const ir::Node& n, ir::DType precis
   const ir::TensorType& x = g.value(n.inputs[0]).type;
   const ir::TensorType& y = g.value(n.outputs[0]).type;
   // The blocks are made from the weights' data: a structure-only model (its external data
-  // absent, the bench seeding the weights) keeps the other tiles.
-  const bool data = w.data || (w.external && std::filesystem::exists(w.external->file));
-  if (!data || w.type.dtype != ir::DType::f32 || x.dtype != ir::DType::f32 ||
-      y.dtype != ir::DType::f32 || w.type.shape.rank() != 4 || x.shape.rank() != 4 ||
-      y.shape.rank() != 4)
+  // absent, the bench seeding the weights) keeps the other tiles. A convolution that reads its
+  // weights as another operand too (Conv(w, w)) keeps them.
+  if (!has_weight_data(w) || n.inputs[0] == n.inputs[1] ||
+      (n.inputs.size() > 2 && n.inputs[2] == n.inputs[1]) || w.type.dtype != ir::DType::f32 ||
+      x.dtype != ir::DType::f32 || y.dtype != ir::DType::f32 || w.type.shape.rank() != 4 ||
+      x.shape.rank() != 4 || y.shape.rank() != 4)
     return false;
   for (size_t k = 0; k < 4; ++k)
     if (!w.type.shape[k].is_static() ||

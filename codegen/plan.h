@@ -215,6 +215,10 @@ struct KernelPlan {
 // Error (BadInput) for a precision other than f32, f16 and bf16.
 KernelPlan make_plan(const ir::Graph& graph, const PlanOptions& options = {});
 
+// Whether a weight's data can be read: in memory, or in an external file that exists (a
+// structure-only model's is absent: trees and benches seed such weights).
+bool has_weight_data(const ir::Value& v);
+
 // The weights blob: every weight at its planned offset in its buffer's dtype (zero padding
 // between).
 std::vector<unsigned char> weights_blob(const KernelPlan& plan);

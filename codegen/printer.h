@@ -60,16 +60,21 @@
 //                       | (AVX-512, AVX), a stride of 2 as the | the largest size with 132
 //                       | even lanes of two loads; patches     | tiles (depthwise: a thread
 //                       | (stride = kernel width, a multiple   | per output element); with
-//                       | of 16, unpadded): dot tiles along kw | EQFUSE_CUDNN also cuDNN and
-//                       |                                      | a finish kernel, and cuDNN's
+//                       | of 16, unpadded): dot tiles along kw;| EQFUSE_CUDNN also cuDNN and
+//                       | weights in blocks of 16 channels     | a finish kernel, and cuDNN's
+//                       | (the twin's plans): an output row of |
+//                       | 16 channels per item, a vector of    |
+//                       | channels per pixel, padded taps left |
+//                       | out                                  |
 //                       |                                      | fused act(conv + z + bias)
 //                       |                                      | where the stage is that; the
 //                       |                                      | fastest timed at the first
 //                       |                                      | run, checked against the
 //                       |                                      | kernels
 //   tile vectors        | 64 bytes with AVX-512 (a conv: 32    | -
-//                       | where a row fits them better or its  |
-//                       | loads are gathered), 32 with AVX,    |
+//                       | where a row fits them better, its    |
+//                       | loads are gathered, or it takes      |
+//                       | weight blocks), 32 with AVX,         |
 //                       | else 16 (#if); the operand a matrix  |
 //                       | or convolution tile loads is pinned  |
 //                       | in a register                        |

@@ -1,6 +1,6 @@
-// The printer's 2-D convolutions in loops of their own: direct loops, the twin's register tiles
-// and patch dot tiles, CUDA's implicit-GEMM tiles and their tensor-core forms
-// (printer_writer.h).
+// The printer's 2-D convolutions in loops of their own: direct loops, the twin's register tiles,
+// patch dot tiles and channel tiles over weight blocks, CUDA's implicit-GEMM tiles and their
+// tensor-core forms (printer_writer.h).
 #include <algorithm>
 
 #include "codegen/printer_writer.h"
@@ -731,8 +731,9 @@ std::string Writer::body_conv_channels(const Stage& s) {
       "float",
       [&](int lanes, int accumulators) {
         const int64_t nv = kWeightBlock / lanes;  // vectors per pixel
-        // Accumulators, the tap's weight vectors and the pixel broadcast in the registers (32 with
-        // AVX-512, else 16), two spare.
+        // Accumulators, the tap's weight vectors and the pixel broadcast in the vector registers,
+        // two spare: AVX-512 has 32 (its variant is the one given kTileAccumulatorsAvx512), AVX
+        // and SSE 16.
         const int64_t registers = accumulators == kTileAccumulatorsAvx512 ? 32 : 16;
         const int64_t most = std::max<int64_t>(1, (registers - nv - 3) / nv);
         const int64_t chunks = (OW + most - 1) / most, tp = (OW + chunks - 1) / chunks;
@@ -815,7 +816,9 @@ std::string Writer::body_conv_channels(const Stage& s) {
           q0 += size;
         }
       },
-      OW, /*wide=*/false);
+      // 32-byte vectors under AVX-512 too: two a pixel (as measured; 64-byte ones, one a
+      // pixel, are untried).
+      std::nullopt, /*wide=*/false);
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
 }
 

@@ -13,8 +13,8 @@
 //   printer_attention.cpp    softmax(S)·V in one stage (CUDA cores, tensor cores, the twin)
 //   printer_matmul.cpp       MatMul and Gemm in loops of our own (elements, the twin's row
 //                            blocks and dot tiles)
-//   printer_conv.cpp         convolution (direct loops, the twin's tiles and patch dot tiles,
-//                            CUDA's implicit-GEMM tiles)
+//   printer_conv.cpp         convolution (direct loops, the twin's tiles, patch dot tiles and
+//                            channel tiles, CUDA's implicit-GEMM tiles)
 //   printer_library.cpp      cuBLAS, cuBLASLt, CBLAS and cuDNN calls, with the kernels that
 //                            finish them (a Gemm's C term, the bias after cuDNN)
 //   printer_runtimes.cpp     the C sources generated units include for tensor cores, the

@@ -21,8 +21,7 @@ void write_file(const fs::path& path, const std::string& text) {
 
 bool weights_available(const KernelPlan& plan) {
   for (ir::ValueId w : plan.weights) {
-    const ir::Value& v = plan.graph.value(w);
-    if (!v.data && v.external && !fs::exists(v.external->file)) return false;
+    if (!has_weight_data(plan.graph.value(w))) return false;
   }
   return true;
 }

@@ -1352,6 +1352,15 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
   const codegen::KernelPlan seeded_plan = codegen::make_plan(seeded, twin);
   CHECK(occurrences(codegen::print_kernels(seeded_plan, codegen::Target::Cpu),
                     "const float* wb = ") == 6);
+  // A convolution of its own weights (Conv(w, w)) keeps them: it reads them as its input too.
+  GraphBuilder own;
+  ValueId x0 = own.input("x0", DType::f32, {Dim(1)});
+  ValueId ww = own.weight("ww", random_tensor({16, 16, 4, 4}, 29));
+  own.output(own.op("Add", {own.op("Conv", {ww, ww}, {{"pads", ints({1, 1, 2, 2})}}), x0}));
+  ir::Graph og = std::move(own).finish();
+  CHECK(occurrences(codegen::print_kernels(codegen::make_plan(og, twin), codegen::Target::Cpu),
+                    "const float* wb = ") == 0);
+  check_twin(og, {{1}});
   // CUDA prints no plan with blocks (it would read the weights, which the blob lacks).
   CHECK_THROWS_WITH(codegen::print_kernels(plan, codegen::Target::Cuda),
                     Catch::Contains("only the C++ twin"));
