@@ -351,6 +351,8 @@ namespace {
 bool takes_weight_blocks(const ir::Graph& g, const ir::Node& n, ir::DType precision) {
   if (n.op_type != "Conv" || precision != ir::DType::f32 || n.inputs.size() < 2) return false;
   const ir::Value& w = g.value(n.inputs[1]);
+  // The output has x's dtype, and a bias of another is converted to it (ir/ops/conv.cpp), as the
+  // printed loads convert it.
   const ir::TensorType& x = g.value(n.inputs[0]).type;
   const ir::TensorType& y = g.value(n.outputs[0]).type;
   // The blocks are made from the weights' data: a structure-only model (its external data
@@ -358,16 +360,13 @@ bool takes_weight_blocks(const ir::Graph& g, const ir::Node& n, ir::DType precis
   // weights as another operand too (Conv(w, w)) keeps them.
   if (!has_weight_data(w) || n.inputs[0] == n.inputs[1] ||
       (n.inputs.size() > 2 && n.inputs[2] == n.inputs[1]) || w.type.dtype != ir::DType::f32 ||
-      x.dtype != ir::DType::f32 || y.dtype != ir::DType::f32 || w.type.shape.rank() != 4 ||
-      x.shape.rank() != 4 || y.shape.rank() != 4)
+      x.dtype != ir::DType::f32 || w.type.shape.rank() != 4 || x.shape.rank() != 4 ||
+      y.shape.rank() != 4)
     return false;
   for (size_t k = 0; k < 4; ++k)
     if (!w.type.shape[k].is_static() ||
         (k >= 2 && (!x.shape[k].is_static() || !y.shape[k].is_static())))
       return false;
-  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue &&
-      g.value(n.inputs[2]).type.dtype != ir::DType::f32)
-    return false;
   ir::OpContext ctx = ir::make_context(g, n);
   const int64_t kh = w.type.shape[2].value(), kw = w.type.shape[3].value();
   return ctx.attr_int("group") == 1 && w.type.shape[0].value() % kWeightBlock == 0 && kh * kw > 1 &&
@@ -379,8 +378,7 @@ void add_weight_blocks(KernelPlan& plan) {
   ir::Graph& g = plan.graph;
   std::map<ValueId, ValueId> blocks_of;  // one copy of weights that several convolutions read
   for (Stage& s : plan.stages) {
-    if (s.node == ir::kNoNode || s.kind == StageKind::Attention ||
-        !takes_weight_blocks(g, g.node(s.node), plan.precision))
+    if (s.kind != StageKind::Conv || !takes_weight_blocks(g, g.node(s.node), plan.precision))
       continue;
     const ValueId wv = g.node(s.node).inputs[1];
     if (auto known = blocks_of.find(wv); known != blocks_of.end()) {

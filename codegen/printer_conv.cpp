@@ -816,7 +816,7 @@ std::string Writer::body_conv_channels(const Stage& s) {
           q0 += size;
         }
       },
-      // 32-byte vectors under AVX-512 too: two a pixel (as measured; 64-byte ones, one a
+      // 32-byte vectors under AVX-512 too: two a pixel (the form measured; 64-byte ones, one a
       // pixel, are untried).
       std::nullopt, /*wide=*/false);
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
