@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "codegen/lowering.h"
 #include "ir/kernel_body.h"
 #include "ir/op_table.h"
+#include "ir/ops/window.h"
 #include "ir/shape_values.h"
 #include "support/error.h"
 
@@ -347,9 +349,28 @@ bool has_weight_data(const ir::Value& v) {
 
 namespace {
 
-// Whether the twin's channel tiles compute convolution `n` (PlanOptions::conv_weight_blocks).
-bool takes_weight_blocks(const ir::Graph& g, const ir::Node& n, ir::DType precision) {
-  if (n.op_type != "Conv" || precision != ir::DType::f32 || n.inputs.size() < 2) return false;
+// Whether the twin computes convolution `n` by Winograd's F(2x2, 3x3) (Stage::winograd): a 3x3
+// filter at stride 1 without dilation over at most kWinogradMaxChannels channels, output rows at
+// least kWinogradMinWidth wide.
+bool takes_winograd(const ir::Graph& g, const ir::Node& n) {
+  const auto& w = g.value(n.inputs[1]).type.shape;
+  if (w[2].value() != 3 || w[3].value() != 3 || w[1].value() > kWinogradMaxChannels ||
+      g.value(n.outputs[0]).type.shape[3].value() < kWinogradMinWidth)
+    return false;
+  ir::OpContext ctx = ir::make_context(g, n);
+  for (const char* ones : {"strides", "dilations"})
+    for (int64_t v : ir::structured::spatial_attr(ctx, ones, 2, 1))
+      if (v != 1) return false;
+  return true;
+}
+
+enum class BlockedForm { None, Channels, Winograd };
+
+// Which of the twin's forms over reordered weights computes convolution `n`
+// (PlanOptions::conv_weight_blocks): Winograd's, else the channel tiles, else neither.
+BlockedForm blocked_form(const ir::Graph& g, const ir::Node& n, ir::DType precision) {
+  if (n.op_type != "Conv" || precision != ir::DType::f32 || n.inputs.size() < 2)
+    return BlockedForm::None;
   const ir::Value& w = g.value(n.inputs[1]);
   // The output has x's dtype, and a bias of another is converted to it (ir/ops/conv.cpp), as the
   // printed loads convert it.
@@ -362,26 +383,49 @@ bool takes_weight_blocks(const ir::Graph& g, const ir::Node& n, ir::DType precis
       (n.inputs.size() > 2 && n.inputs[2] == n.inputs[1]) || w.type.dtype != ir::DType::f32 ||
       x.dtype != ir::DType::f32 || w.type.shape.rank() != 4 || x.shape.rank() != 4 ||
       y.shape.rank() != 4)
-    return false;
+    return BlockedForm::None;
   for (size_t k = 0; k < 4; ++k)
     if (!w.type.shape[k].is_static() ||
         (k >= 2 && (!x.shape[k].is_static() || !y.shape[k].is_static())))
-      return false;
+      return BlockedForm::None;
   ir::OpContext ctx = ir::make_context(g, n);
+  if (ctx.attr_int("group") != 1 || w.type.shape[0].value() % kWeightBlock != 0)
+    return BlockedForm::None;
+  if (takes_winograd(g, n)) return BlockedForm::Winograd;
   const int64_t kh = w.type.shape[2].value(), kw = w.type.shape[3].value();
-  return ctx.attr_int("group") == 1 && w.type.shape[0].value() % kWeightBlock == 0 && kh * kw > 1 &&
-         kw <= kMaxBlockedKernel && w.type.shape[1].value() * kh * kw >= kBlockedReduction;
+  return kh * kw > 1 && kw <= kMaxBlockedKernel &&
+                 w.type.shape[1].value() * kh * kw >= kBlockedReduction
+             ? BlockedForm::Channels
+             : BlockedForm::None;
+}
+
+// Filter `g` (3x3, row-major) as Winograd's U = G g G^T (4x4, row-major), where G's rows are
+// (1, 0, 0), (1/2, 1/2, 1/2), (1/2, -1/2, 1/2) and (0, 0, 1).
+std::array<float, 16> winograd_filter(const float* g) {
+  static constexpr float G[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
+  float gg[4][3];  // G g
+  for (int a = 0; a < 4; ++a)
+    for (int k = 0; k < 3; ++k) gg[a][k] = G[a][0] * g[k] + G[a][1] * g[3 + k] + G[a][2] * g[6 + k];
+  std::array<float, 16> u;
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b)
+      u[size_t(4 * a + b)] = gg[a][0] * G[b][0] + gg[a][1] * G[b][1] + gg[a][2] * G[b][2];
+  return u;
 }
 
 // Blocked weights (Stage::weight_blocks) for each convolution stage that takes them.
 void add_weight_blocks(KernelPlan& plan) {
   ir::Graph& g = plan.graph;
-  std::map<ValueId, ValueId> blocks_of;  // one copy of weights that several convolutions read
+  // One copy of weights that several convolutions read in the same form.
+  std::map<std::pair<ValueId, bool>, ValueId> blocks_of;
   for (Stage& s : plan.stages) {
-    if (s.kind != StageKind::Conv || !takes_weight_blocks(g, g.node(s.node), plan.precision))
-      continue;
+    const BlockedForm form = s.kind == StageKind::Conv
+                                 ? blocked_form(g, g.node(s.node), plan.precision)
+                                 : BlockedForm::None;
+    if (form == BlockedForm::None) continue;
     const ValueId wv = g.node(s.node).inputs[1];
-    if (auto known = blocks_of.find(wv); known != blocks_of.end()) {
+    s.winograd = form == BlockedForm::Winograd;
+    if (auto known = blocks_of.find({wv, s.winograd}); known != blocks_of.end()) {
       s.weight_blocks = known->second;
       continue;
     }
@@ -390,15 +434,26 @@ void add_weight_blocks(KernelPlan& plan) {
     auto w = g.weight_data(wv);
     const std::span<const float> from = w->data<float>();
     ir::Tensor blocks(ir::DType::f32,
-                      {M / kWeightBlock, C, d[2].value(), d[3].value(), kWeightBlock});
+                      s.winograd ? std::vector<int64_t>{M / kWeightBlock, 16, C, kWeightBlock}
+                                 : std::vector<int64_t>{M / kWeightBlock, C, d[2].value(),
+                                                        d[3].value(), kWeightBlock});
     std::span<float> to = blocks.data<float>();
     for (int64_t m = 0; m < M; ++m)
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t t = 0; t < taps; ++t)
-          to[size_t(((m / kWeightBlock * C + c) * taps + t) * kWeightBlock + m % kWeightBlock)] =
-              from[size_t((m * C + c) * taps + t)];
-    s.weight_blocks = blocks_of[wv] =
-        g.add_weight(g.unique_name(g.value(wv).name + "_blocks"), std::move(blocks));
+      for (int64_t c = 0; c < C; ++c) {
+        const float* filter = from.data() + (m * C + c) * taps;
+        const int64_t block = m / kWeightBlock, lane = m % kWeightBlock;
+        if (s.winograd) {
+          const std::array<float, 16> u = winograd_filter(filter);
+          for (int64_t t = 0; t < 16; ++t)
+            to[size_t(((block * 16 + t) * C + c) * kWeightBlock + lane)] = u[size_t(t)];
+        } else {
+          for (int64_t t = 0; t < taps; ++t)
+            to[size_t(((block * C + c) * taps + t) * kWeightBlock + lane)] = filter[t];
+        }
+      }
+    s.weight_blocks = blocks_of[{wv, s.winograd}] =
+        g.add_weight(g.unique_name(g.value(wv).name + (s.winograd ? "_winograd" : "_blocks")),
+                     std::move(blocks));
   }
 }
 

@@ -79,6 +79,12 @@ struct Stage {
   // [M / 16][C][KH][KW][16], which the twin's channel tiles read instead of the weights (a
   // vector of 16 output channels' weights for each input channel and tap).
   std::optional<ir::ValueId> weight_blocks;
+  // A 3x3 convolution at stride 1 the twin computes by Winograd's F(2x2, 3x3): each 2x2 output
+  // tile is A^T [U (.) (B^T d B)] A over its 4x4 input tile d, 16 products per channel pair where
+  // the direct sum has 36. `weight_blocks` then holds U = G g G^T of each filter g in blocks of
+  // kWeightBlock output channels, [M / 16][16][C][16] (the 16 places of the 4x4 tile, then the
+  // input channel, then the block's channels).
+  bool winograd = false;
   // Rows stages: the reductions of the last axis (Reduce*, keepdims) that its elements read,
   // inner ones first (one may read another). A row at a time, each is computed over the row and
   // kept in registers, then the row is written: a LayerNorm or RMSNorm written out, or a
@@ -160,6 +166,13 @@ inline constexpr int64_t kMaxBlockedKernel = 7;
 // sum fewer products (SqueezeNet's 3x3 over 16 channels, MobileNet's first over 3), runs faster
 // in the twin's other tiles.
 inline constexpr int64_t kBlockedReduction = 256;
+// The narrowest output row a Winograd convolution takes (Stage::winograd). Measured on ResNet-18:
+// its 7-wide rows (4 tiles a row, so each output row pair streams the transformed weights, 16/9
+// of the filters' size, for 4 tiles) ran slower than the channel tiles; 14-wide ones faster.
+inline constexpr int64_t kWinogradMinWidth = 10;
+// The most input channels it takes: an item keeps a vector of tiles' transformed inputs for every
+// channel on the stack (printer_winograd.cpp).
+inline constexpr int64_t kWinogradMaxChannels = 256;
 
 // "f32", "f16" or "bf16" as a precision; Error (BadInput) naming the text otherwise.
 ir::DType parse_precision(const std::string& name);

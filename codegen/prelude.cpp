@@ -83,7 +83,7 @@ typedef float eqf_f32x16 __attribute__((vector_size(64)));
 #else
 #define EQF_LANES(a, b, mask, ...) __builtin_shuffle(a, b, (mask){__VA_ARGS__})
 #endif
-// The even lanes of a then b: the elements of a stride-2 row from two contiguous loads.
+// The even (odd) lanes of a then b: the elements of a stride-2 row from two contiguous loads.
 #define EQF_EVEN_LANES 1
 #if defined(__clang__)
 #define EQF_SHUFFLE(a, b, lanes, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
@@ -94,14 +94,23 @@ typedef float eqf_f32x16 __attribute__((vector_size(64)));
 EQF_FN eqf_f32x4 eqf_even_lanes(eqf_f32x4 a, eqf_f32x4 b) {
   return EQF_SHUFFLE(a, b, 4, 0, 2, 4, 6);
 }
+EQF_FN eqf_f32x4 eqf_odd_lanes(eqf_f32x4 a, eqf_f32x4 b) {
+  return EQF_SHUFFLE(a, b, 4, 1, 3, 5, 7);
+}
 #if defined(__AVX__)  // wider vectors only where the target's registers hold them (ABI)
 EQF_FN eqf_f32x8 eqf_even_lanes(eqf_f32x8 a, eqf_f32x8 b) {
   return EQF_SHUFFLE(a, b, 8, 0, 2, 4, 6, 8, 10, 12, 14);
+}
+EQF_FN eqf_f32x8 eqf_odd_lanes(eqf_f32x8 a, eqf_f32x8 b) {
+  return EQF_SHUFFLE(a, b, 8, 1, 3, 5, 7, 9, 11, 13, 15);
 }
 #endif
 #if defined(__AVX512F__)
 EQF_FN eqf_f32x16 eqf_even_lanes(eqf_f32x16 a, eqf_f32x16 b) {
   return EQF_SHUFFLE(a, b, 16, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+}
+EQF_FN eqf_f32x16 eqf_odd_lanes(eqf_f32x16 a, eqf_f32x16 b) {
+  return EQF_SHUFFLE(a, b, 16, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
 }
 #endif
 #undef EQF_SHUFFLE

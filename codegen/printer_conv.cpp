@@ -220,7 +220,7 @@ std::string Writer::body_conv_patches(const Stage& s) {
 // rest, through masks where the target has them. Operands are contiguous buffers.
 std::string Writer::body_conv_tiles(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
-  if (s.weight_blocks) return body_conv_channels(s);
+  if (s.weight_blocks) return s.winograd ? body_conv_winograd(s) : body_conv_channels(s);
   if (conv_takes_patches(g_, n)) return body_conv_patches(s);
   ir::OpContext ctx = ir::make_context(g_, n);
   ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;

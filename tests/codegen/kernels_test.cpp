@@ -1292,10 +1292,11 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
   // Convolutions whose weights are the model's (and sum at least 256 products an output) read
   // them in blocks of 16 output channels in the twin, a vector of channels per pixel. Rows of 7
   // (one chunk under AVX-512, two or four in narrower vectors, whose middle ones share a loop),
-  // with a bias and a ReLU; rows of 40 (a loop over middle chunks between two edge chunks), one
-  // block, a residual; strides, dilations and uneven pads; a 7x7 filter at stride 2; 3x1 and
-  // 1x3 filters; SAME_UPPER at stride 2 on an even width (its extra pad at the end); no padding,
-  // its last chunk partial; a weight that another convolution and another op read too.
+  // with a bias and a ReLU; rows of 40 by a 3x5 filter (a loop over middle chunks between two
+  // edge chunks; 3x3 at stride 1 would be Winograd's), one block, a residual; strides, dilations
+  // and uneven pads; a 7x7 filter at stride 2; 3x1 and 1x3 filters; SAME_UPPER at stride 2 on an
+  // even width (its extra pad at the end); no padding, its last chunk partial; a weight that
+  // another convolution and another op read too.
   GraphBuilder b;
   auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
   ValueId x7 = b.input("x7", DType::f32, {Dim::symbol("n"), Dim(29), Dim(7), Dim(7)});
@@ -1306,14 +1307,14 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
   ValueId x16 = b.input("x16", DType::f32, {Dim::symbol("n"), Dim(90), Dim(8), Dim(16)});
   ValueId w7 = b.weight("w7", random_tensor({32, 29, 3, 3}, 21));
   ValueId b7 = b.weight("b7", random_tensor({32}, 22));
-  ValueId w40 = b.weight("w40", random_tensor({16, 29, 3, 3}, 23));
+  ValueId w40 = b.weight("w40", random_tensor({16, 29, 3, 5}, 23));
   ValueId w23 = b.weight("w23", random_tensor({16, 29, 5, 3}, 24));
   ValueId w61 = b.weight("w61", random_tensor({48, 6, 7, 7}, 25));
   ValueId b61 = b.weight("b61", random_tensor({48}, 26));
   ValueId w31 = b.weight("w31", random_tensor({16, 90, 3, 1}, 27));
   ValueId w13 = b.weight("w13", random_tensor({32, 90, 1, 3}, 28));
   b.output(b.op("Relu", {b.op("Conv", {x7, w7, b7}, {{"pads", ints({1, 1, 1, 1})}})}));
-  b.output(b.op("Add", {b.op("Conv", {x40, w40}, {{"pads", ints({1, 1, 1, 1})}}), r40}));
+  b.output(b.op("Add", {b.op("Conv", {x40, w40}, {{"pads", ints({1, 2, 1, 2})}}), r40}));
   b.output(
       b.op("Conv", {x23, w23},
            {{"strides", ints({2, 3})}, {"dilations", ints({2, 1})}, {"pads", ints({1, 2, 0, 1})}}));
@@ -1373,6 +1374,81 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
                      {n, 6, 9, 61},
                      {n, 90, 8, 16}});
   });
+}
+
+TEST_CASE("Winograd convolutions: 3x3 at stride 1 in the twin by F(2x2, 3x3)") {
+  // 3x3 convolutions at stride 1 over the model's weights, rows at least 10 wide: even and odd
+  // output sizes (a last tile with one row or column), pads 1, uneven pads, none, and SAME
+  // (LOWER and UPPER); one, two and three blocks of 16 output channels; a bias, a ReLU, a
+  // residual, and two convolutions written in place into a Concat; 256 channels over rows of
+  // 40, which take an item's scratch in chunks of a row (a ragged last one); a weight that a
+  // stride-2 convolution reads too (a copy in each form); at a run-time batch of 1 and 2.
+  GraphBuilder b;
+  auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
+  auto same = [](const char* mode) { return ir::AttrValue(std::string(mode)); };
+  ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(32), Dim(9), Dim(19)});
+  ValueId r = b.input("r", DType::f32, {Dim::symbol("n"), Dim(32), Dim(9), Dim(20)});
+  ValueId y = b.input("y", DType::f32, {Dim::symbol("n"), Dim(5), Dim(12), Dim(12)});
+  ValueId big = b.input("big", DType::f32, {Dim::symbol("n"), Dim(256), Dim(3), Dim(40)});
+  ValueId w = b.weight("w", random_tensor({32, 32, 3, 3}, 31));
+  ValueId bias = b.weight("bias", random_tensor({32}, 32));
+  ValueId w48 = b.weight("w48", random_tensor({48, 32, 3, 3}, 33));
+  ValueId w5 = b.weight("w5", random_tensor({16, 5, 3, 3}, 34));
+  // At He initialization's scale (sqrt(2 / fan-in)), as a trained model's are: outputs near 1
+  // rather than 16, so that the test's absolute tolerance means what it does for the others.
+  ir::Tensor scaled = random_tensor({16, 256, 3, 3}, 35);
+  for (int64_t i = 0; i < scaled.numel(); ++i) scaled.set(i, scaled.get(i) * 0.03);
+  ValueId wbig = b.weight("wbig", std::move(scaled));
+  ValueId pads1 = b.op("Conv", {x, w, bias}, {{"pads", ints({1, 1, 1, 1})}});
+  b.output(b.op("Relu", {pads1}));  // 9 x 19: odd both ways
+  b.output(b.op("Add", {b.op("Conv", {x, w}, {{"pads", ints({0, 2, 2, 1})}}), r}));  // 9 x 20
+  b.output(b.op("Conv", {x, w48}));  // unpadded: 7 x 17
+  b.output(b.op("Conv", {x, w48}, {{"auto_pad", same("SAME_LOWER")}}));
+  b.output(b.op("Concat",
+                {b.op("Relu", {b.op("Conv", {y, w5}, {{"auto_pad", same("SAME_UPPER")}})}),
+                 b.op("Conv", {y, w5}, {{"pads", ints({1, 1, 1, 1})}})},
+                {{"axis", int64_t{1}}}));
+  b.output(b.op("Conv", {big, wbig}, {{"pads", ints({1, 1, 1, 1})}}));
+  b.output(b.op("Conv", {x, w}, {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}}));
+  ir::Graph g = std::move(b).finish();
+  codegen::PlanOptions twin;
+  twin.conv_weight_blocks = true;
+  const codegen::KernelPlan plan = codegen::make_plan(g, twin);
+  int winograd = 0, channels = 0;
+  for (const codegen::Stage& s : plan.stages) {
+    winograd += s.winograd;
+    channels += s.weight_blocks && !s.winograd;
+  }
+  CHECK(winograd == 7);  // all but the stride-2 one
+  CHECK(channels == 1);
+  std::set<std::string> weights;
+  for (ValueId v : plan.weights) weights.insert(plan.graph.value(v).name);
+  CHECK(weights == std::set<std::string>{"bias", "w_winograd", "w_blocks", "w48_winograd",
+                                         "w5_winograd", "wbig_winograd"});
+  const std::string cpu = codegen::print_kernels(plan, codegen::Target::Cpu);
+  CHECK(occurrences(cpu, "const int64_t t_first = ") == 7);
+  // The scratch of 256 channels holds 8 tiles of a row's 20: three chunks of 7.
+  CHECK(occurrences(cpu, " * 7;  // the item's first tile") == 1);
+  for_each_vector_width([&] {
+    for (int64_t n : {1, 2})
+      check_twin(g, {{n, 32, 9, 19}, {n, 32, 9, 20}, {n, 5, 12, 12}, {n, 256, 3, 40}});
+  });
+  // The transformed filters are G g G^T: a filter of one 1 at the centre transforms to the
+  // outer product of G's middle column (0, 1/2, -1/2, 0) with itself.
+  GraphBuilder one;
+  ValueId ox = one.input("x", DType::f32, {Dim(1), Dim(1), Dim(3), Dim(12)});
+  ir::Tensor centre(DType::f32, {16, 1, 3, 3});
+  for (int64_t m = 0; m < 16; ++m) centre.set(m * 9 + 4, 1.0);
+  one.output(one.op("Conv", {ox, one.weight("c", std::move(centre))}));
+  const codegen::KernelPlan centred = codegen::make_plan(std::move(one).finish(), twin);
+  const ValueId u = *centred.stages.front().weight_blocks;
+  const ir::Tensor& blocks = *centred.graph.weight_data(u);
+  const float half[4] = {0, 0.5f, -0.5f, 0};
+  for (int64_t p = 0; p < 16; ++p)
+    for (int64_t m = 0; m < 16; ++m) {
+      INFO("place " << p << ", channel " << m);
+      CHECK(blocks.get(p * 16 + m) == half[p / 4] * half[p % 4]);
+    }
 }
 
 TEST_CASE("patch convolutions: windows along W that tile the row, summed along kw in vectors") {
