@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +11,7 @@
 
 #include "codegen/decompose.h"
 #include "codegen/lowering.h"
+#include "codegen/winograd.h"
 #include "ir/kernel_body.h"
 #include "ir/op_table.h"
 #include "ir/ops/window.h"
@@ -349,19 +349,21 @@ bool has_weight_data(const ir::Value& v) {
 
 namespace {
 
-// Whether the twin computes convolution `n` by Winograd's F(2x2, 3x3) (Stage::winograd): a 3x3
-// filter at stride 1 without dilation over at most kWinogradMaxChannels channels, output rows at
-// least kWinogradMinWidth wide.
-bool takes_winograd(const ir::Graph& g, const ir::Node& n) {
+// The output tile's size m if the twin computes convolution `n` by Winograd's F(m x m, 3 x 3)
+// (Stage::winograd), else 0: a 3x3 filter at stride 1 without dilation; m = 4 over at most
+// kWinograd4MaxChannels channels and output rows at least kWinograd4MinWidth wide, else m = 2 over
+// at most kWinogradMaxChannels and rows at least kWinogradMinWidth wide.
+int winograd_tile(const ir::Graph& g, const ir::Node& n) {
   const auto& w = g.value(n.inputs[1]).type.shape;
-  if (w[2].value() != 3 || w[3].value() != 3 || w[1].value() > kWinogradMaxChannels ||
-      g.value(n.outputs[0]).type.shape[3].value() < kWinogradMinWidth)
-    return false;
+  const int64_t channels = w[1].value(), width = g.value(n.outputs[0]).type.shape[3].value();
+  if (w[2].value() != 3 || w[3].value() != 3 || channels > kWinogradMaxChannels ||
+      width < kWinogradMinWidth)
+    return 0;
   ir::OpContext ctx = ir::make_context(g, n);
   for (const char* ones : {"strides", "dilations"})
     for (int64_t v : ir::structured::spatial_attr(ctx, ones, 2, 1))
-      if (v != 1) return false;
-  return true;
+      if (v != 1) return 0;
+  return channels <= kWinograd4MaxChannels && width >= kWinograd4MinWidth ? 4 : 2;
 }
 
 enum class BlockedForm { None, Channels, Winograd };
@@ -391,7 +393,7 @@ BlockedForm blocked_form(const ir::Graph& g, const ir::Node& n, ir::DType precis
   ir::OpContext ctx = ir::make_context(g, n);
   if (ctx.attr_int("group") != 1 || w.type.shape[0].value() % kWeightBlock != 0)
     return BlockedForm::None;
-  if (takes_winograd(g, n)) return BlockedForm::Winograd;
+  if (winograd_tile(g, n)) return BlockedForm::Winograd;
   const int64_t kh = w.type.shape[2].value(), kw = w.type.shape[3].value();
   return kh * kw > 1 && kw <= kMaxBlockedKernel &&
                  w.type.shape[1].value() * kh * kw >= kBlockedReduction
@@ -399,17 +401,19 @@ BlockedForm blocked_form(const ir::Graph& g, const ir::Node& n, ir::DType precis
              : BlockedForm::None;
 }
 
-// Filter `g` (3x3, row-major) as Winograd's U = G g G^T (4x4, row-major), where G's rows are
-// (1, 0, 0), (1/2, 1/2, 1/2), (1/2, -1/2, 1/2) and (0, 0, 1).
-std::array<float, 16> winograd_filter(const float* g) {
-  static constexpr float G[4][3] = {{1, 0, 0}, {0.5f, 0.5f, 0.5f}, {0.5f, -0.5f, 0.5f}, {0, 0, 1}};
-  float gg[4][3];  // G g
-  for (int a = 0; a < 4; ++a)
-    for (int k = 0; k < 3; ++k) gg[a][k] = G[a][0] * g[k] + G[a][1] * g[3 + k] + G[a][2] * g[6 + k];
-  std::array<float, 16> u;
-  for (int a = 0; a < 4; ++a)
-    for (int b = 0; b < 4; ++b)
-      u[size_t(4 * a + b)] = gg[a][0] * G[b][0] + gg[a][1] * G[b][1] + gg[a][2] * G[b][2];
+// Filter `g` (3x3, row-major) as Winograd's U = G g G^T (alpha x alpha, row-major).
+std::vector<float> winograd_filter(const WinogradTransform& f, const float* g) {
+  double gg[6][3] = {};  // G g
+  for (int a = 0; a < f.alpha; ++a)
+    for (int k = 0; k < 3; ++k)
+      for (int j = 0; j < 3; ++j) gg[a][k] += f.G[a][j] * g[3 * j + k];
+  std::vector<float> u(size_t(f.alpha * f.alpha));
+  for (int a = 0; a < f.alpha; ++a)
+    for (int b = 0; b < f.alpha; ++b) {
+      double sum = 0;
+      for (int k = 0; k < 3; ++k) sum += gg[a][k] * f.G[b][k];
+      u[size_t(a * f.alpha + b)] = float(sum);
+    }
   return u;
 }
 
@@ -417,24 +421,26 @@ std::array<float, 16> winograd_filter(const float* g) {
 void add_weight_blocks(KernelPlan& plan) {
   ir::Graph& g = plan.graph;
   // One copy of weights that several convolutions read in the same form.
-  std::map<std::pair<ValueId, bool>, ValueId> blocks_of;
+  std::map<std::pair<ValueId, int>, ValueId> blocks_of;
   for (Stage& s : plan.stages) {
     const BlockedForm form = s.kind == StageKind::Conv
                                  ? blocked_form(g, g.node(s.node), plan.precision)
                                  : BlockedForm::None;
     if (form == BlockedForm::None) continue;
     const ValueId wv = g.node(s.node).inputs[1];
-    s.winograd = form == BlockedForm::Winograd;
+    s.winograd = form == BlockedForm::Winograd ? winograd_tile(g, g.node(s.node)) : 0;
     if (auto known = blocks_of.find({wv, s.winograd}); known != blocks_of.end()) {
       s.weight_blocks = known->second;
       continue;
     }
     const auto& d = g.value(wv).type.shape;
     const int64_t M = d[0].value(), C = d[1].value(), taps = d[2].value() * d[3].value();
+    const WinogradTransform& f = winograd_transform(s.winograd);
+    const int64_t places = int64_t(f.alpha) * f.alpha;
     auto w = g.weight_data(wv);
     const std::span<const float> from = w->data<float>();
     ir::Tensor blocks(ir::DType::f32,
-                      s.winograd ? std::vector<int64_t>{M / kWeightBlock, 16, C, kWeightBlock}
+                      s.winograd ? std::vector<int64_t>{M / kWeightBlock, places, C, kWeightBlock}
                                  : std::vector<int64_t>{M / kWeightBlock, C, d[2].value(),
                                                         d[3].value(), kWeightBlock});
     std::span<float> to = blocks.data<float>();
@@ -443,17 +449,17 @@ void add_weight_blocks(KernelPlan& plan) {
         const float* filter = from.data() + (m * C + c) * taps;
         const int64_t block = m / kWeightBlock, lane = m % kWeightBlock;
         if (s.winograd) {
-          const std::array<float, 16> u = winograd_filter(filter);
-          for (int64_t t = 0; t < 16; ++t)
-            to[size_t(((block * 16 + t) * C + c) * kWeightBlock + lane)] = u[size_t(t)];
+          const std::vector<float> u = winograd_filter(f, filter);
+          for (int64_t p = 0; p < places; ++p)
+            to[size_t(((block * places + p) * C + c) * kWeightBlock + lane)] = u[size_t(p)];
         } else {
           for (int64_t t = 0; t < taps; ++t)
             to[size_t(((block * C + c) * taps + t) * kWeightBlock + lane)] = filter[t];
         }
       }
+    const std::string suffix = s.winograd ? fmt::format("_winograd{}", s.winograd) : "_blocks";
     s.weight_blocks = blocks_of[{wv, s.winograd}] =
-        g.add_weight(g.unique_name(g.value(wv).name + (s.winograd ? "_winograd" : "_blocks")),
-                     std::move(blocks));
+        g.add_weight(g.unique_name(g.value(wv).name + suffix), std::move(blocks));
   }
 }
 

@@ -79,12 +79,12 @@ struct Stage {
   // [M / 16][C][KH][KW][16], which the twin's channel tiles read instead of the weights (a
   // vector of 16 output channels' weights for each input channel and tap).
   std::optional<ir::ValueId> weight_blocks;
-  // A 3x3 convolution at stride 1 the twin computes by Winograd's F(2x2, 3x3): each 2x2 output
-  // tile is A^T [U (.) (B^T d B)] A over its 4x4 input tile d, 16 products per channel pair where
-  // the direct sum has 36. `weight_blocks` then holds U = G g G^T of each filter g in blocks of
-  // kWeightBlock output channels, [M / 16][16][C][16] (the 16 places of the 4x4 tile, then the
-  // input channel, then the block's channels).
-  bool winograd = false;
+  // A 3x3 convolution at stride 1 the twin computes by Winograd's F(m x m, 3 x 3) (winograd.h):
+  // m, 2 or 4, the output tile's size; 0 for another form. `weight_blocks` then holds U = G g G^T
+  // of each filter g in blocks of kWeightBlock output channels, [M / 16][alpha^2][C][16] (the
+  // places of the alpha x alpha tile, alpha = m + 2, then the input channel, then the block's
+  // channels).
+  int winograd = 0;
   // Rows stages: the reductions of the last axis (Reduce*, keepdims) that its elements read,
   // inner ones first (one may read another). A row at a time, each is computed over the row and
   // kept in registers, then the row is written: a LayerNorm or RMSNorm written out, or a
@@ -170,9 +170,12 @@ inline constexpr int64_t kBlockedReduction = 256;
 // its 7-wide rows (4 tiles a row, so each output row pair streams the transformed weights, 16/9
 // of the filters' size, for 4 tiles) ran slower than the channel tiles; 14-wide ones faster.
 inline constexpr int64_t kWinogradMinWidth = 10;
+// The narrowest that takes tiles of 4x4 outputs, F(4x4, 3x3), rather than 2x2.
+inline constexpr int64_t kWinograd4MinWidth = 28;
 // The most input channels it takes: an item keeps a vector of tiles' transformed inputs for every
-// channel on the stack (printer_winograd.cpp).
+// channel on the stack (printer_winograd.cpp), 16 places a tile for m = 2, 36 for m = 4.
 inline constexpr int64_t kWinogradMaxChannels = 256;
+inline constexpr int64_t kWinograd4MaxChannels = 128;
 
 // "f32", "f16" or "bf16" as a precision; Error (BadInput) naming the text otherwise.
 ir::DType parse_precision(const std::string& name);

@@ -65,7 +65,10 @@
 //                       | (the twin's plans): an output row of |
 //                       | 16 channels per item, a vector of    |
 //                       | channels per pixel, padded taps left |
-//                       | out                                  |
+//                       | out; 3x3 at stride 1, rows of 10 or  |
+//                       | more: Winograd's F(2x2 or 4x4, 3x3)  |
+//                       | over transformed weight blocks, a    |
+//                       | row of tiles per item                |
 //                       |                                      | fused act(conv + z + bias)
 //                       |                                      | where the stage is that; the
 //                       |                                      | fastest timed at the first

@@ -1376,7 +1376,7 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
   });
 }
 
-TEST_CASE("Winograd convolutions: 3x3 at stride 1 in the twin by F(2x2, 3x3)") {
+TEST_CASE("Winograd convolutions: 3x3 at stride 1 in the twin by F(2x2, 3x3) and F(4x4, 3x3)") {
   // 3x3 convolutions at stride 1 over the model's weights, rows at least 10 wide: even and odd
   // output sizes (a last tile with one row or column), pads 1, uneven pads, none, and SAME
   // (LOWER and UPPER); one, two and three blocks of 16 output channels; a bias, a ReLU, a
@@ -1390,15 +1390,25 @@ TEST_CASE("Winograd convolutions: 3x3 at stride 1 in the twin by F(2x2, 3x3)") {
   ValueId r = b.input("r", DType::f32, {Dim::symbol("n"), Dim(32), Dim(9), Dim(20)});
   ValueId y = b.input("y", DType::f32, {Dim::symbol("n"), Dim(5), Dim(12), Dim(12)});
   ValueId big = b.input("big", DType::f32, {Dim::symbol("n"), Dim(256), Dim(3), Dim(40)});
+  ValueId x30 = b.input("x30", DType::f32, {Dim::symbol("n"), Dim(16), Dim(10), Dim(30)});
+  ValueId x60 = b.input("x60", DType::f32, {Dim::symbol("n"), Dim(128), Dim(5), Dim(60)});
+  // Filters of many channels at He initialization's scale (sqrt(2 / fan-in)), as a trained
+  // model's are: outputs near 1 rather than 16, so that the test's absolute tolerance means what
+  // it does for the others.
+  auto he_scaled = [](std::vector<int64_t> dims, uint64_t seed) {
+    ir::Tensor t = random_tensor(dims, seed);
+    const double scale = std::sqrt(2.0 / double(dims[1] * dims[2] * dims[3]));
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, t.get(i) * scale);
+    return t;
+  };
   ValueId w = b.weight("w", random_tensor({32, 32, 3, 3}, 31));
   ValueId bias = b.weight("bias", random_tensor({32}, 32));
   ValueId w48 = b.weight("w48", random_tensor({48, 32, 3, 3}, 33));
   ValueId w5 = b.weight("w5", random_tensor({16, 5, 3, 3}, 34));
-  // At He initialization's scale (sqrt(2 / fan-in)), as a trained model's are: outputs near 1
-  // rather than 16, so that the test's absolute tolerance means what it does for the others.
-  ir::Tensor scaled = random_tensor({16, 256, 3, 3}, 35);
-  for (int64_t i = 0; i < scaled.numel(); ++i) scaled.set(i, scaled.get(i) * 0.03);
-  ValueId wbig = b.weight("wbig", std::move(scaled));
+  ValueId wbig = b.weight("wbig", he_scaled({16, 256, 3, 3}, 35));
+  ValueId w30 = b.weight("w30", he_scaled({16, 16, 3, 3}, 36));
+  ValueId b30 = b.weight("b30", random_tensor({16}, 37));
+  ValueId w60 = b.weight("w60", he_scaled({32, 128, 3, 3}, 38));
   ValueId pads1 = b.op("Conv", {x, w, bias}, {{"pads", ints({1, 1, 1, 1})}});
   b.output(b.op("Relu", {pads1}));  // 9 x 19: odd both ways
   b.output(b.op("Add", {b.op("Conv", {x, w}, {{"pads", ints({0, 2, 2, 1})}}), r}));  // 9 x 20
@@ -1410,28 +1420,43 @@ TEST_CASE("Winograd convolutions: 3x3 at stride 1 in the twin by F(2x2, 3x3)") {
                 {{"axis", int64_t{1}}}));
   b.output(b.op("Conv", {big, wbig}, {{"pads", ints({1, 1, 1, 1})}}));
   b.output(b.op("Conv", {x, w}, {{"pads", ints({1, 1, 1, 1})}, {"strides", ints({2, 2})}}));
+  // Rows of 28 outputs or more take 4x4 tiles: 10 x 30 (a last tile row of 2, a last tile of 2
+  // columns), with a bias and a Tanh; 128 channels over rows of 60 (chunks of 8 tiles of 15).
+  b.output(b.op("Tanh", {b.op("Conv", {x30, w30, b30}, {{"pads", ints({1, 1, 1, 1})}})}));
+  b.output(b.op("Conv", {x60, w60}, {{"pads", ints({1, 1, 1, 1})}}));
   ir::Graph g = std::move(b).finish();
   codegen::PlanOptions twin;
   twin.conv_weight_blocks = true;
   const codegen::KernelPlan plan = codegen::make_plan(g, twin);
-  int winograd = 0, channels = 0;
+  std::map<int, int> tiles;  // convolutions by Stage::winograd
+  int channels = 0;
   for (const codegen::Stage& s : plan.stages) {
-    winograd += s.winograd;
+    if (s.kind != codegen::StageKind::Conv) continue;
+    ++tiles[s.winograd];
     channels += s.weight_blocks && !s.winograd;
   }
-  CHECK(winograd == 7);  // all but the stride-2 one
+  CHECK(tiles == std::map<int, int>{{0, 1}, {2, 7}, {4, 2}});  // all but the stride-2 one
   CHECK(channels == 1);
   std::set<std::string> weights;
   for (ValueId v : plan.weights) weights.insert(plan.graph.value(v).name);
-  CHECK(weights == std::set<std::string>{"bias", "w_winograd", "w_blocks", "w48_winograd",
-                                         "w5_winograd", "wbig_winograd"});
+  CHECK(weights == std::set<std::string>{"bias", "w_winograd2", "w_blocks", "w48_winograd2",
+                                         "w5_winograd2", "wbig_winograd2", "w30_winograd4", "b30",
+                                         "w60_winograd4"});
   const std::string cpu = codegen::print_kernels(plan, codegen::Target::Cpu);
-  CHECK(occurrences(cpu, "const int64_t t_first = ") == 7);
-  // The scratch of 256 channels holds 8 tiles of a row's 20: three chunks of 7.
+  CHECK(occurrences(cpu, "const int64_t t_first = ") == 9);
+  // The scratch of 256 channels holds 8 tiles of a row's 20: three chunks of 7; of 128 channels
+  // at 4x4 tiles, 8 of 15: two chunks of 8.
+  CHECK(occurrences(cpu, "const int64_t t_first = 0 * ") == 7);  // a row an item
   CHECK(occurrences(cpu, " * 7;  // the item's first tile") == 1);
+  CHECK(occurrences(cpu, " * 8;  // the item's first tile") == 2);  // 10 x 30's row of 8 too
   for_each_vector_width([&] {
     for (int64_t n : {1, 2})
-      check_twin(g, {{n, 32, 9, 19}, {n, 32, 9, 20}, {n, 5, 12, 12}, {n, 256, 3, 40}});
+      check_twin(g, {{n, 32, 9, 19},
+                     {n, 32, 9, 20},
+                     {n, 5, 12, 12},
+                     {n, 256, 3, 40},
+                     {n, 16, 10, 30},
+                     {n, 128, 5, 60}});
   });
   // The transformed filters are G g G^T: a filter of one 1 at the centre transforms to the
   // outer product of G's middle column (0, 1/2, -1/2, 0) with itself.
