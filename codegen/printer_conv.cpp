@@ -693,6 +693,25 @@ std::vector<ConvTile> Writer::conv_gemm_tiles(const Stage& s) const {
                           ws[0].value() / ir::make_context(g_, n).attr_int("group"));
 }
 
+std::vector<std::string> Writer::block_bias(const ir::Node& n) {
+  std::vector<std::string> bias(size_t(kWeightBlock), "0.0f");
+  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
+    for (int64_t k = 0; k < kWeightBlock; ++k) {
+      bias[size_t(k)] = fresh("b");
+      line(fmt::format("const float {} = (float){};", bias[size_t(k)],
+                       elem(n.inputs[2], Index{iadd("m0", std::to_string(k))})));
+    }
+  return bias;
+}
+
+void Writer::block_bias_vectors(const std::vector<std::string>& bias, int lanes) {
+  for (int64_t v = 0; v < kWeightBlock / lanes; ++v) {
+    std::string lanes_of;
+    for (int u = 0; u < lanes; ++u) lanes_of += (u ? ", " : "") + bias[size_t(v * lanes + u)];
+    line(fmt::format("const vec bv{} = {{{}}};", v, lanes_of));
+  }
+}
+
 // An item is one output row of kWeightBlock output channels. The row is cut into chunks of as
 // many pixels as the registers hold a vector of the block's channels for; for each input channel
 // and tap, a chunk adds its input pixels times the tap's weight vector. The taps that fall in the
@@ -717,13 +736,7 @@ std::string Writer::body_conv_channels(const Stage& s) {
   line(fmt::format("const float* xg = {} + {} * {} * {} * {};", ptr(x), r[0], C, H, W));
   line(fmt::format("const float* wb = {} + {} * {};", ptr(blocks_of_w), r[1],
                    C * KH * KW * kWeightBlock));
-  std::vector<std::string> bias(size_t(kWeightBlock), "0.0f");
-  if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
-    for (int64_t k = 0; k < kWeightBlock; ++k) {
-      bias[size_t(k)] = fresh("b");
-      line(fmt::format("const float {} = (float){};", bias[size_t(k)],
-                       elem(n.inputs[2], Index{iadd("m0", std::to_string(k))})));
-    }
+  const std::vector<std::string> bias = block_bias(n);
   // Input column of pixel q at tap kw, and whether it lies in the row.
   auto column = [&](int64_t q, int64_t kw) { return q * sw - pw + kw * dw; };
   auto inside = [&](int64_t q, int64_t kw) { return column(q, kw) >= 0 && column(q, kw) < W; };
@@ -737,11 +750,7 @@ std::string Writer::body_conv_channels(const Stage& s) {
         const int64_t registers = accumulators == kTileAccumulatorsAvx512 ? 32 : 16;
         const int64_t most = std::max<int64_t>(1, (registers - nv - 3) / nv);
         const int64_t chunks = (OW + most - 1) / most, tp = (OW + chunks - 1) / chunks;
-        for (int64_t v = 0; v < nv; ++v) {
-          std::string lanes_of;
-          for (int u = 0; u < lanes; ++u) lanes_of += (u ? ", " : "") + bias[size_t(v * lanes + u)];
-          line(fmt::format("const vec bv{} = {{{}}};", v, lanes_of));
-        }
+        block_bias_vectors(bias, lanes);
         // One chunk of `size` pixels from q0: from `first` (static) or, where first < 0, from a
         // loop's q0 (a chunk in the middle of the row, every tap inside).
         auto chunk = [&](int64_t first, int64_t size) {

@@ -12,7 +12,8 @@ namespace eqfuse::codegen::detail {
 namespace {
 
 // The scratch an item keeps on the stack (transformed inputs and the tiles' products): at most
-// this many bytes, which leaves a thread's stack (2 MiB or more under glibc) room to spare.
+// this many bytes, which leaves a thread's stack (2 MiB or more under glibc) room to spare; a host
+// thread with a smaller one (musl's 128 KiB) would overflow.
 constexpr int64_t kWinogradScratchBytes = 192 * 1024;
 constexpr int64_t kTileLanes = 8;  // the widest vector the form takes (32 bytes under AVX-512 too)
 
@@ -93,7 +94,7 @@ std::string Writer::body_conv_winograd(const Stage& s) {
         const int64_t nv = kWeightBlock / lanes;  // vectors per tile's channels
         // Input transform. A vector of tiles loads its input rows' columns directly where they
         // lie inside the row, and through masks (or element by element) at its edges; it reads
-        // 2 m vectors from col0 + m t0.
+        // two groups of m vectors, from col0 + m t0 and from col0 + m t0 + m.
         line(fmt::format("int64_t in_lo = col0 < 0 ? ({} - 1 - col0) / {} : 0;  // inner tiles", m,
                          m));
         line(fmt::format("in_lo = (in_lo + {} - 1) / {} * {};", lanes, lanes, lanes));
@@ -238,18 +239,7 @@ std::string Writer::body_conv_winograd(const Stage& s) {
         close();
 
         // Output transform: y = A^T P A.
-        std::vector<std::string> bias(size_t(kWeightBlock), "0.0f");
-        if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
-          for (int64_t k = 0; k < kWeightBlock; ++k) {
-            bias[size_t(k)] = fresh("b");
-            line(fmt::format("const float {} = (float){};", bias[size_t(k)],
-                             elem(n.inputs[2], Index{iadd("m0", std::to_string(k))})));
-          }
-        for (int64_t v = 0; v < nv; ++v) {
-          std::string lanes_of;
-          for (int u = 0; u < lanes; ++u) lanes_of += (u ? ", " : "") + bias[size_t(v * lanes + u)];
-          line(fmt::format("const vec bv{} = {{{}}};", v, lanes_of));
-        }
+        block_bias_vectors(block_bias(n), lanes);
         open(fmt::format("for (int64_t t = 0; t < {}; ++t)", Tc));
         line(fmt::format("const int64_t ow0 = (t_first + t) * {};", m));
         line(fmt::format("float y[{}][{}];  // the tile's pixels, row by row", m * m, B));

@@ -15,7 +15,7 @@
 //                            blocks and dot tiles)
 //   printer_conv.cpp         convolution (direct loops, the twin's tiles, patch dot tiles and
 //                            channel tiles, CUDA's implicit-GEMM tiles)
-//   printer_winograd.cpp     the twin's 3x3 convolutions by Winograd's F(2x2, 3x3)
+//   printer_winograd.cpp     the twin's 3x3 convolutions by Winograd's F(m x m, 3 x 3)
 //   printer_library.cpp      cuBLAS, cuBLASLt, CBLAS and cuDNN calls, with the kernels that
 //                            finish them (a Gemm's C term, the bias after cuDNN)
 //   printer_runtimes.cpp     the C sources generated units include for tensor cores, the
@@ -653,8 +653,13 @@ class Writer {
   // The CPU form of a convolution whose weights the plan holds in blocks (Stage::weight_blocks):
   // vectors along output channels.
   std::string body_conv_channels(const Stage& s);
+  // The bias of the kWeightBlock output channels from `m0` of convolution `n`, loaded into float
+  // variables (their names; "0.0f" each where it has none), and as vectors bv0, bv1, ... of
+  // `lanes` floats (in a vector_variants emitter).
+  std::vector<std::string> block_bias(const ir::Node& n);
+  void block_bias_vectors(const std::vector<std::string>& bias, int lanes);
   // The CPU form of a 3x3 convolution at stride 1 whose weights the plan holds transformed
-  // (Stage::winograd): Winograd's F(2x2, 3x3) (printer_winograd.cpp).
+  // (Stage::winograd): Winograd's F(2x2, 3x3) or F(4x4, 3x3) (printer_winograd.cpp).
   std::string body_conv_winograd(const Stage& s);
   std::string body_conv_gemm(const Stage& s, ConvTile tile);
   // The tiles body_conv_gemm may take for `s`, largest first; none where that form does not

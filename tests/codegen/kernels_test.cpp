@@ -1392,9 +1392,9 @@ TEST_CASE("Winograd convolutions: 3x3 at stride 1 in the twin by F(2x2, 3x3) and
   ValueId big = b.input("big", DType::f32, {Dim::symbol("n"), Dim(256), Dim(3), Dim(40)});
   ValueId x30 = b.input("x30", DType::f32, {Dim::symbol("n"), Dim(16), Dim(10), Dim(30)});
   ValueId x60 = b.input("x60", DType::f32, {Dim::symbol("n"), Dim(128), Dim(5), Dim(60)});
-  // Filters of many channels at He initialization's scale (sqrt(2 / fan-in)), as a trained
-  // model's are: outputs near 1 rather than 16, so that the test's absolute tolerance means what
-  // it does for the others.
+  // Filters of many channels uniform within +-sqrt(2 / fan-in) (a little under He
+  // initialization's scale, as a trained model's are): outputs near 1 rather than 16, so that the
+  // test's absolute tolerance means what it does for the others.
   auto he_scaled = [](std::vector<int64_t> dims, uint64_t seed) {
     ir::Tensor t = random_tensor(dims, seed);
     const double scale = std::sqrt(2.0 / double(dims[1] * dims[2] * dims[3]));
