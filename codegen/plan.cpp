@@ -366,13 +366,12 @@ int winograd_tile(const ir::Graph& g, const ir::Node& n) {
   return channels <= kWinograd4MaxChannels && width >= kWinograd4MinWidth ? 4 : 2;
 }
 
-enum class BlockedForm { None, Channels, Winograd };
-
 // Which of the twin's forms over reordered weights computes convolution `n`
-// (PlanOptions::conv_weight_blocks): Winograd's, else the channel tiles, else neither.
-BlockedForm blocked_form(const ir::Graph& g, const ir::Node& n, ir::DType precision) {
+// (PlanOptions::conv_weight_blocks): Winograd's, as its tile size m (winograd_tile), else the
+// channel tiles, as 0; nothing where neither does.
+std::optional<int> blocked_form(const ir::Graph& g, const ir::Node& n, ir::DType precision) {
   if (n.op_type != "Conv" || precision != ir::DType::f32 || n.inputs.size() < 2)
-    return BlockedForm::None;
+    return std::nullopt;
   const ir::Value& w = g.value(n.inputs[1]);
   // The output has x's dtype, and a bias of another is converted to it (ir/ops/conv.cpp), as the
   // printed loads convert it.
@@ -385,20 +384,20 @@ BlockedForm blocked_form(const ir::Graph& g, const ir::Node& n, ir::DType precis
       (n.inputs.size() > 2 && n.inputs[2] == n.inputs[1]) || w.type.dtype != ir::DType::f32 ||
       x.dtype != ir::DType::f32 || w.type.shape.rank() != 4 || x.shape.rank() != 4 ||
       y.shape.rank() != 4)
-    return BlockedForm::None;
+    return std::nullopt;
   for (size_t k = 0; k < 4; ++k)
     if (!w.type.shape[k].is_static() ||
         (k >= 2 && (!x.shape[k].is_static() || !y.shape[k].is_static())))
-      return BlockedForm::None;
+      return std::nullopt;
   ir::OpContext ctx = ir::make_context(g, n);
   if (ctx.attr_int("group") != 1 || w.type.shape[0].value() % kWeightBlock != 0)
-    return BlockedForm::None;
-  if (winograd_tile(g, n)) return BlockedForm::Winograd;
+    return std::nullopt;
+  if (const int m = winograd_tile(g, n)) return m;
   const int64_t kh = w.type.shape[2].value(), kw = w.type.shape[3].value();
   return kh * kw > 1 && kw <= kMaxBlockedKernel &&
                  w.type.shape[1].value() * kh * kw >= kBlockedReduction
-             ? BlockedForm::Channels
-             : BlockedForm::None;
+             ? std::optional<int>(0)
+             : std::nullopt;
 }
 
 // Filter `g` (3x3, row-major) as Winograd's U = G g G^T (alpha x alpha, row-major).
@@ -423,20 +422,18 @@ void add_weight_blocks(KernelPlan& plan) {
   // One copy of weights that several convolutions read in the same form.
   std::map<std::pair<ValueId, int>, ValueId> blocks_of;
   for (Stage& s : plan.stages) {
-    const BlockedForm form = s.kind == StageKind::Conv
-                                 ? blocked_form(g, g.node(s.node), plan.precision)
-                                 : BlockedForm::None;
-    if (form == BlockedForm::None) continue;
+    const std::optional<int> form =
+        s.kind == StageKind::Conv ? blocked_form(g, g.node(s.node), plan.precision) : std::nullopt;
+    if (!form) continue;
     const ValueId wv = g.node(s.node).inputs[1];
-    s.winograd = form == BlockedForm::Winograd ? winograd_tile(g, g.node(s.node)) : 0;
+    s.winograd = *form;
     if (auto known = blocks_of.find({wv, s.winograd}); known != blocks_of.end()) {
       s.weight_blocks = known->second;
       continue;
     }
     const auto& d = g.value(wv).type.shape;
     const int64_t M = d[0].value(), C = d[1].value(), taps = d[2].value() * d[3].value();
-    const WinogradTransform& f = winograd_transform(s.winograd);
-    const int64_t places = int64_t(f.alpha) * f.alpha;
+    const int64_t alpha = s.winograd + 2, places = alpha * alpha;
     auto w = g.weight_data(wv);
     const std::span<const float> from = w->data<float>();
     ir::Tensor blocks(ir::DType::f32,
@@ -449,7 +446,7 @@ void add_weight_blocks(KernelPlan& plan) {
         const float* filter = from.data() + (m * C + c) * taps;
         const int64_t block = m / kWeightBlock, lane = m % kWeightBlock;
         if (s.winograd) {
-          const std::vector<float> u = winograd_filter(f, filter);
+          const std::vector<float> u = winograd_filter(winograd_transform(s.winograd), filter);
           for (int64_t p = 0; p < places; ++p)
             to[size_t(((block * places + p) * C + c) * kWeightBlock + lane)] = u[size_t(p)];
         } else {

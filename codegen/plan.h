@@ -155,8 +155,9 @@ struct PlanOptions {
   // kernel larger than 1x1 and at most kMaxBlockedKernel wide, at least kBlockedReduction
   // products an output, static spatial sizes, f32) reads its weights in blocks
   // (Stage::weight_blocks), so that it vectorizes along output channels: no lane idles on a row
-  // of 7 or 14, and no product with the padding is computed. CUDA never reads them
-  // (off for its plans: the blob would hold the weights twice).
+  // of 7 or 14, and no product with the padding is computed; a 3x3 one at stride 1 reads them
+  // transformed for Winograd's F(m x m, 3 x 3) (Stage::winograd). CUDA never reads them (off for
+  // its plans: the blob would hold the weights twice).
   bool conv_weight_blocks = false;
 };
 

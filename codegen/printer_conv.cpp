@@ -744,11 +744,7 @@ std::string Writer::body_conv_channels(const Stage& s) {
       "float",
       [&](int lanes, int accumulators) {
         const int64_t nv = kWeightBlock / lanes;  // vectors per pixel
-        // Accumulators, the tap's weight vectors and the pixel broadcast in the vector registers,
-        // two spare: AVX-512 has 32 (its variant is the one given kTileAccumulatorsAvx512), AVX
-        // and SSE 16.
-        const int64_t registers = accumulators == kTileAccumulatorsAvx512 ? 32 : 16;
-        const int64_t most = std::max<int64_t>(1, (registers - nv - 3) / nv);
+        const int64_t most = channel_tile_width(accumulators, nv);
         const int64_t chunks = (OW + most - 1) / most, tp = (OW + chunks - 1) / chunks;
         block_bias_vectors(bias, lanes);
         // One chunk of `size` pixels from q0: from `first` (static) or, where first < 0, from a

@@ -191,10 +191,7 @@ std::string Writer::body_conv_winograd(const Stage& s) {
         // Products, a block of output channels at a time.
         open(fmt::format("for (int64_t mb = 0; mb < {}; ++mb)", blocks));
         line(fmt::format("const int64_t m0 = mb * {};", B));
-        // Accumulators, U's vectors of channels and the broadcast in the vector registers, two
-        // spare (as the channel tiles).
-        const int64_t registers = accumulators == kTileAccumulatorsAvx512 ? 32 : 16;
-        const int64_t fit = std::max<int64_t>(1, (registers - nv - 3) / nv);
+        const int64_t fit = channel_tile_width(accumulators, nv);
         const int64_t steps = (Tc + fit - 1) / fit, tp = (Tc + steps - 1) / steps;
         open(fmt::format("for (int p = 0; p < {}; ++p)", places));
         line(fmt::format("const float* u = ub + (mb * {} + p) * {};", places, C * kWeightBlock));

@@ -657,6 +657,13 @@ class Writer {
   // variables (their names; "0.0f" each where it has none), and as vectors bv0, bv1, ... of
   // `lanes` floats (in a vector_variants emitter).
   std::vector<std::string> block_bias(const ir::Node& n);
+  // Pixels (or tiles) a register tile of the channel tiles and Winograd's products takes: the
+  // accumulators, `nv` vectors of the block's channels each, beside the nv weight vectors, the
+  // broadcast and two spare in the variant's registers (32 under AVX-512, 16 else).
+  static int64_t channel_tile_width(int accumulators, int64_t nv) {
+    const int64_t registers = accumulators == kTileAccumulatorsAvx512 ? 32 : 16;
+    return std::max<int64_t>(1, (registers - nv - 3) / nv);
+  }
   void block_bias_vectors(const std::vector<std::string>& bias, int lanes);
   // The CPU form of a 3x3 convolution at stride 1 whose weights the plan holds transformed
   // (Stage::winograd): Winograd's F(2x2, 3x3) or F(4x4, 3x3) (printer_winograd.cpp).
