@@ -413,7 +413,6 @@ std::string Writer::body_conv_tiles(const Stage& s) {
           close();
         }
       },
-      row,
       /*wide=*/mb > 1 && (sw == 1 || (sw == 2 && buffer_type(x) == ct && ct == "float")));
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, rows);
 }
@@ -740,90 +739,84 @@ std::string Writer::body_conv_channels(const Stage& s) {
   // Input column of pixel q at tap kw, and whether it lies in the row.
   auto column = [&](int64_t q, int64_t kw) { return q * sw - pw + kw * dw; };
   auto inside = [&](int64_t q, int64_t kw) { return column(q, kw) >= 0 && column(q, kw) < W; };
-  vector_variants(
-      "float",
-      [&](int lanes, int accumulators) {
-        const int64_t nv = kWeightBlock / lanes;  // vectors per pixel
-        const int64_t most = channel_tile_width(accumulators, nv);
-        const int64_t chunks = (OW + most - 1) / most, tp = (OW + chunks - 1) / chunks;
-        block_bias_vectors(bias, lanes);
-        // One chunk of `size` pixels from q0: from `first` (static) or, where first < 0, from a
-        // loop's q0 (a chunk in the middle of the row, every tap inside).
-        auto chunk = [&](int64_t first, int64_t size) {
-          auto used = [&](int64_t j, int64_t kw) { return first < 0 || inside(first + j, kw); };
-          for (int64_t j = 0; j < size; ++j)
-            for (int64_t v = 0; v < nv; ++v) line(fmt::format("vec a{}_{} = bv{};", j, v, v));
-          open(fmt::format("for (int64_t c = 0; c < {}; ++c)", C));
-          line(fmt::format("const float* xc = xg + c * {} * {};", H, W));
-          line(fmt::format("const float* wc = wb + c * {};", KH * KW * kWeightBlock));
-          open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", KH));
-          line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", oh, sh, ph, dh));
-          line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
-          line(fmt::format("const float* xr = xc + ih * {};", W));
-          line(fmt::format("const float* wk = wc + kh * {};", KW * kWeightBlock));
-          for (int64_t kw = 0; kw < KW; ++kw) {
-            bool any = false;
-            for (int64_t j = 0; j < size; ++j) any = any || used(j, kw);
-            if (!any) continue;
-            for (int64_t v = 0; v < nv; ++v)
-              line(fmt::format("vec w{}_{}; memcpy(&w{}_{}, wk + {}, sizeof(vec));", kw, v, kw, v,
-                               kw * kWeightBlock + v * lanes));
-            for (int64_t j = 0; j < size; ++j) {
-              if (!used(j, kw)) continue;
-              const std::string at =
-                  first < 0 ? fmt::format("(q0 + {}) * {} - {} + {}", j, sw, pw, kw * dw)
-                            : std::to_string(column(first + j, kw));
-              std::string sums;
-              for (int64_t v = 0; v < nv; ++v)
-                sums += fmt::format(" a{}_{} += p * w{}_{};", j, v, kw, v);
-              line(fmt::format("{{ const float p = xr[{}];{} }}", at, sums));
-            }
-          }
-          close();
-          close();
-          // Each pixel's channels stored (and their epilogue computed) by a loop, not unrolled.
-          for (int64_t j = 0; j < size; ++j) {
-            const std::string e = fresh("e"), u = fresh("u");
-            line(fmt::format("float {}[{}];", e, kWeightBlock));
-            for (int64_t v = 0; v < nv; ++v)
-              line(fmt::format("memcpy({} + {}, &a{}_{}, sizeof(vec));", e, v * lanes, j, v));
-            open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, B, u));
-            const std::string q =
-                first < 0 ? fmt::format("(q0 + {})", j) : std::to_string(first + j);
-            Index at = {r[0], fmt::format("(m0 + {})", u), oh, q};
-            store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));
-            close();
-          }
-        };
-        // Chunks in the middle of the row (full, every tap inside) share a loop; the others are
-        // printed each at its place.
-        auto middle = [&](int64_t q0) {
-          if (q0 + tp > OW) return false;
-          for (int64_t j = 0; j < tp; ++j)
-            for (int64_t kw = 0; kw < KW; ++kw)
-              if (!inside(q0 + j, kw)) return false;
-          return true;
-        };
-        for (int64_t q0 = 0; q0 < OW;) {
-          int64_t end = q0;
-          while (end < OW && middle(end)) end += tp;
-          if (end - q0 >= 2 * tp) {
-            open(fmt::format("for (int64_t q0 = {}; q0 < {}; q0 += {})", q0, end, tp));
-            chunk(-1, tp);
-            close();
-            q0 = end;
-            continue;
-          }
-          const int64_t size = std::min(tp, OW - q0);
-          open("");
-          chunk(q0, size);
-          close();
-          q0 += size;
+  vector_variants("float", [&](int lanes, int accumulators) {
+    const int64_t nv = kWeightBlock / lanes;  // vectors per pixel
+    const int64_t most = channel_tile_width(accumulators, nv);
+    const int64_t chunks = (OW + most - 1) / most, tp = (OW + chunks - 1) / chunks;
+    block_bias_vectors(bias, lanes);
+    // One chunk of `size` pixels from q0: from `first` (static) or, where first < 0, from a
+    // loop's q0 (a chunk in the middle of the row, every tap inside).
+    auto chunk = [&](int64_t first, int64_t size) {
+      auto used = [&](int64_t j, int64_t kw) { return first < 0 || inside(first + j, kw); };
+      for (int64_t j = 0; j < size; ++j)
+        for (int64_t v = 0; v < nv; ++v) line(fmt::format("vec a{}_{} = bv{};", j, v, v));
+      open(fmt::format("for (int64_t c = 0; c < {}; ++c)", C));
+      line(fmt::format("const float* xc = xg + c * {} * {};", H, W));
+      line(fmt::format("const float* wc = wb + c * {};", KH * KW * kWeightBlock));
+      open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", KH));
+      line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", oh, sh, ph, dh));
+      line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
+      line(fmt::format("const float* xr = xc + ih * {};", W));
+      line(fmt::format("const float* wk = wc + kh * {};", KW * kWeightBlock));
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        bool any = false;
+        for (int64_t j = 0; j < size; ++j) any = any || used(j, kw);
+        if (!any) continue;
+        for (int64_t v = 0; v < nv; ++v)
+          line(fmt::format("vec w{}_{}; memcpy(&w{}_{}, wk + {}, sizeof(vec));", kw, v, kw, v,
+                           kw * kWeightBlock + v * lanes));
+        for (int64_t j = 0; j < size; ++j) {
+          if (!used(j, kw)) continue;
+          const std::string at = first < 0
+                                     ? fmt::format("(q0 + {}) * {} - {} + {}", j, sw, pw, kw * dw)
+                                     : std::to_string(column(first + j, kw));
+          std::string sums;
+          for (int64_t v = 0; v < nv; ++v)
+            sums += fmt::format(" a{}_{} += p * w{}_{};", j, v, kw, v);
+          line(fmt::format("{{ const float p = xr[{}];{} }}", at, sums));
         }
-      },
-      // 32-byte vectors under AVX-512 too: two a pixel (the form measured; 64-byte ones, one a
-      // pixel, are untried).
-      std::nullopt, /*wide=*/false);
+      }
+      close();
+      close();
+      // Each pixel's channels stored (and their epilogue computed) by a loop, not unrolled.
+      for (int64_t j = 0; j < size; ++j) {
+        const std::string e = fresh("e"), u = fresh("u");
+        line(fmt::format("float {}[{}];", e, kWeightBlock));
+        for (int64_t v = 0; v < nv; ++v)
+          line(fmt::format("memcpy({} + {}, &a{}_{}, sizeof(vec));", e, v * lanes, j, v));
+        open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, B, u));
+        const std::string q = first < 0 ? fmt::format("(q0 + {})", j) : std::to_string(first + j);
+        Index at = {r[0], fmt::format("(m0 + {})", u), oh, q};
+        store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));
+        close();
+      }
+    };
+    // Chunks in the middle of the row (full, every tap inside) share a loop; the others are
+    // printed each at its place.
+    auto middle = [&](int64_t q0) {
+      if (q0 + tp > OW) return false;
+      for (int64_t j = 0; j < tp; ++j)
+        for (int64_t kw = 0; kw < KW; ++kw)
+          if (!inside(q0 + j, kw)) return false;
+      return true;
+    };
+    for (int64_t q0 = 0; q0 < OW;) {
+      int64_t end = q0;
+      while (end < OW && middle(end)) end += tp;
+      if (end - q0 >= 2 * tp) {
+        open(fmt::format("for (int64_t q0 = {}; q0 < {}; q0 += {})", q0, end, tp));
+        chunk(-1, tp);
+        close();
+        q0 = end;
+        continue;
+      }
+      const int64_t size = std::min(tp, OW - q0);
+      open("");
+      chunk(q0, size);
+      close();
+      q0 += size;
+    }
+  });
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
 }
 

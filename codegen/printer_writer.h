@@ -775,16 +775,13 @@ class Writer {
   // 32-byte ones where it has AVX and 16-byte ones (SSE, NEON) elsewhere: a vector wider than the
   // target's registers would live in memory. `lanes` is how many elements of `ct` one vector
   // holds; `emit` declares the type `vec`. With AVX-512, a body that is not `wide` (its loads
-  // gathered element by element), or a static `row` that 32-byte vectors cover with fewer idle
-  // lanes (a row of 7 or 56), takes 32 bytes.
+  // gathered element by element) takes 32 bytes. (Rows that 32-byte vectors cover with fewer idle
+  // lanes, 7 or 196, took them until measured on a core with 512-bit multiply-adds, Zen 5: 64-byte
+  // ones do twice the work an instruction there, idle lanes and all.)
   void vector_variants(const std::string& ct, const std::function<void(int, int)>& emit,
-                       std::optional<int64_t> row = std::nullopt, bool wide = true) {
+                       bool wide = true) {
     const int bytes = ct == "double" || ct == "int64_t" ? 8 : 4;
-    auto idle = [&](int vector_bytes) {
-      const int64_t lanes = vector_bytes / bytes;
-      return row ? (*row + lanes - 1) / lanes * lanes - *row : 0;
-    };
-    const int avx512_bytes = wide && idle(64) <= idle(32) ? 64 : 32;
+    const int avx512_bytes = wide ? 64 : 32;
     line("#if defined(__AVX512F__)");
     open("");
     line(fmt::format("typedef {} vec __attribute__((vector_size({})));", ct, avx512_bytes));
