@@ -66,7 +66,7 @@ std::unique_ptr<CpuModule> CpuModule::build(
     const std::function<void(const std::string&)>& on_compile, const PlanOptions& options) {
   std::unique_ptr<CpuModule> m(new CpuModule());
   PlanOptions twin = options;
-  twin.conv_weight_blocks = true;
+  twin.weight_blocks = true;
   m->plan_ = make_plan(graph, twin);
   std::string source = print_kernels(m->plan_, Target::Cpu);
   // -march=native: the twin runs where it is compiled (fused multiply-adds where the CPU has

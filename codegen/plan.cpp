@@ -367,7 +367,7 @@ int winograd_tile(const ir::Graph& g, const ir::Node& n) {
 }
 
 // Which of the twin's forms over reordered weights computes convolution `n`
-// (PlanOptions::conv_weight_blocks): Winograd's, as its tile size m (winograd_tile), else the
+// (PlanOptions::weight_blocks): Winograd's, as its tile size m (winograd_tile), else the
 // channel tiles, as 0; nothing where neither does.
 std::optional<int> blocked_form(const ir::Graph& g, const ir::Node& n, ir::DType precision) {
   if (n.op_type != "Conv" || precision != ir::DType::f32 || n.inputs.size() < 2)
@@ -400,6 +400,34 @@ std::optional<int> blocked_form(const ir::Graph& g, const ir::Node& n, ir::DType
              : std::nullopt;
 }
 
+// Whether the twin reads matrix product `n`'s B in panels (Stage::weight_blocks): a MatMul or
+// Gemm over 2-D or higher A, whose B is a 2-D f32 weight of static size that it reads only as B.
+bool takes_panels(const ir::Graph& g, const ir::Node& n, ir::DType precision) {
+  if ((n.op_type != "MatMul" && n.op_type != "Gemm") || precision != ir::DType::f32 ||
+      n.inputs.size() < 2)
+    return false;
+  const ir::Value& b = g.value(n.inputs[1]);
+  const ir::TensorType& a = g.value(n.inputs[0]).type;
+  if (!has_weight_data(b) || n.inputs[0] == n.inputs[1] ||
+      (n.inputs.size() > 2 && n.inputs[2] == n.inputs[1]) || b.type.dtype != ir::DType::f32 ||
+      a.dtype != ir::DType::f32 || b.type.shape.rank() != 2 || a.shape.rank() < 2)
+    return false;
+  return b.type.shape[0].is_static() && b.type.shape[1].is_static();
+}
+
+// B (K x N, or N x K where `transposed`) in panels of kPanelWidth columns: [ceil(N / 64)][K][64],
+// zero past column N.
+ir::Tensor matrix_panels(std::span<const float> b, int64_t K, int64_t N, bool transposed) {
+  const int64_t panels = (N + kPanelWidth - 1) / kPanelWidth;
+  ir::Tensor out(ir::DType::f32, {panels, K, kPanelWidth});  // zero-filled
+  std::span<float> to = out.data<float>();
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t j = 0; j < N; ++j)
+      to[size_t(((j / kPanelWidth) * K + k) * kPanelWidth + j % kPanelWidth)] =
+          b[size_t(transposed ? j * K + k : k * N + j)];
+  return out;
+}
+
 // Filter `g` (3x3, row-major) as Winograd's U = G g G^T (alpha x alpha, row-major).
 std::vector<float> winograd_filter(const WinogradTransform& f, const float* g) {
   double gg[6][3] = {};  // G g
@@ -416,12 +444,29 @@ std::vector<float> winograd_filter(const WinogradTransform& f, const float* g) {
   return u;
 }
 
-// Blocked weights (Stage::weight_blocks) for each convolution stage that takes them.
+// Blocked weights (Stage::weight_blocks) for each stage that takes them.
 void add_weight_blocks(KernelPlan& plan) {
   ir::Graph& g = plan.graph;
-  // One copy of weights that several convolutions read in the same form.
+  // One copy of weights that several stages read in the same form (a Winograd tile size, 0 for
+  // the channel tiles; -1 for panels, -2 for panels of B^T).
   std::map<std::pair<ValueId, int>, ValueId> blocks_of;
   for (Stage& s : plan.stages) {
+    if ((s.kind == StageKind::MatMul || s.kind == StageKind::Gemm) &&
+        takes_panels(g, g.node(s.node), plan.precision)) {
+      const ir::Node& n = g.node(s.node);
+      const ValueId wv = n.inputs[1];
+      const bool transposed = n.op_type == "Gemm" && ir::make_context(g, n).attr_int("transB");
+      auto [at, fresh] = blocks_of.try_emplace({wv, transposed ? -2 : -1}, ir::kNoValue);
+      if (fresh) {
+        const auto& d = g.value(wv).type.shape;
+        const int64_t K = d[transposed ? 1 : 0].value(), N = d[transposed ? 0 : 1].value();
+        auto w = g.weight_data(wv);
+        at->second = g.add_weight(g.unique_name(g.value(wv).name + "_panels"),
+                                  matrix_panels(w->data<float>(), K, N, transposed));
+      }
+      s.weight_blocks = at->second;
+      continue;
+    }
     const std::optional<int> form =
         s.kind == StageKind::Conv ? blocked_form(g, g.node(s.node), plan.precision) : std::nullopt;
     if (!form) continue;
@@ -699,7 +744,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
     plan.stages.push_back(std::move(s));
   }
   for (auto [copy, source] : copies) add_copy_stage(copy, source);
-  if (options.conv_weight_blocks) add_weight_blocks(plan);
+  if (options.weight_blocks) add_weight_blocks(plan);
 
   // What each stage reads: materialized values reached through the recomputed ones.
   for (Stage& s : plan.stages) {

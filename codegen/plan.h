@@ -74,10 +74,12 @@ struct Stage {
     ir::NodeId scores = ir::kNoNode, softmax = ir::kNoNode;
   };
   std::optional<AttentionNodes> attention;
-  // Convolution stages of a plan for the C++ twin (PlanOptions::conv_weight_blocks): a weight of
-  // the plan holding the convolution's weights in blocks of kWeightBlock output channels,
-  // [M / 16][C][KH][KW][16], which the twin's channel tiles read instead of the weights (a
-  // vector of 16 output channels' weights for each input channel and tap).
+  // Stages of a plan for the C++ twin (PlanOptions::weight_blocks): a weight of the plan that
+  // holds the stage's weights reordered, read instead of them. A convolution's, in blocks of
+  // kWeightBlock output channels, [M / 16][C][KH][KW][16] (the channel tiles: a vector of 16
+  // output channels' weights for each input channel and tap). A matrix product's B (B^T for a
+  // Gemm's transB), in panels of kPanelWidth columns, [ceil(N / 64)][K][64], zero past column N:
+  // a register tile's columns lie in one contiguous run per k, and its loads never stop short.
   std::optional<ir::ValueId> weight_blocks;
   // A 3x3 convolution at stride 1 the twin computes by Winograd's F(m x m, 3 x 3) (winograd.h):
   // m, 2 or 4, the output tile's size; 0 for another form. `weight_blocks` then holds U = G g G^T
@@ -156,12 +158,16 @@ struct PlanOptions {
   // products an output, static spatial sizes, f32) reads its weights in blocks
   // (Stage::weight_blocks), so that it vectorizes along output channels: no lane idles on a row
   // of 7 or 14, and no product with the padding is computed; a 3x3 one at stride 1 reads them
-  // transformed for Winograd's F(m x m, 3 x 3) (Stage::winograd). CUDA never reads them (off for
-  // its plans: the blob would hold the weights twice).
-  bool conv_weight_blocks = false;
+  // transformed for Winograd's F(m x m, 3 x 3) (Stage::winograd). A matrix product whose B is a
+  // weight (f32, 2-D, static) reads it in panels of kPanelWidth columns. CUDA never reads them
+  // (off for its plans: the blob would hold the weights twice).
+  bool weight_blocks = false;
 };
 
 inline constexpr int64_t kWeightBlock = 16;
+// Columns of a panel of a matrix product's B (Stage::weight_blocks): the twin's widest register
+// tile, 4 vectors of 16 floats, a multiple of its narrower ones.
+inline constexpr int64_t kPanelWidth = 64;
 inline constexpr int64_t kMaxBlockedKernel = 7;
 // Measured on the shared convnets: a 1x1 convolution (a matrix product), or one whose outputs
 // sum fewer products (SqueezeNet's 3x3 over 16 channels, MobileNet's first over 3), runs faster

@@ -107,7 +107,7 @@ std::string Writer::compute(const ir::Node& n, const Index& idx) {
   if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" ||
       op == "Identity" || op == "Dropout")
     return reshape(n.inputs[0], out, idx);
-  if (op == "Expand") return elem(n.inputs[0], broadcast_index(n.inputs[0], idx));
+  if (op == "Expand") return elem(n.inputs[0], broadcast_index(n.inputs[0], idx, out));
   if (op == "Slice") return slice(n, idx);
   if (op == "Concat") return concat(n, idx);
   if (op == "Gather") return gather(n, idx);
@@ -178,7 +178,7 @@ std::string Writer::scalar(const ir::Node& n, const Index& idx) {
   std::vector<std::string> operands(n.inputs.size());
   for (int64_t k : refs) {
     ValueId in = n.inputs.at(size_t(k));
-    std::string v = elem(in, broadcast_index(in, idx));
+    std::string v = elem(in, broadcast_index(in, idx, out));
     operands[size_t(k)] = storage_type(type(in).dtype) == ct ? v : "(" + ct + ")" + v;
   }
   std::string expr = square ? fmt::format("eqf_mul({}, {})", operands[0], operands[0])
@@ -424,6 +424,12 @@ void Writer::begin_body() {
 
 void Writer::stage(size_t index, std::string& functions, std::string& calls) {
   const Stage& s = plan_.stages[index];
+  if (s.weight_blocks && target_ != Target::Cpu)
+    throw Error(
+        fmt::format("codegen: {} '{}' reads its weights reordered (blocks or panels), which "
+                    "only the C++ twin's plans have",
+                    g_.node(s.node).op_type, g_.node(s.node).name),
+        Error::Kind::Internal);
   // The C++ twin times each stage from the clock when profiling (CUDA records events below).
   // Under CBLAS the epilogue after a product is a stage of its own, timed where the product's
   // call prints it.
@@ -548,10 +554,6 @@ void Writer::stage(size_t index, std::string& functions, std::string& calls) {
       }
       case StageKind::Conv: {
         const ir::Node& n = g_.node(s.node);
-        if (s.weight_blocks && target_ != Target::Cpu)
-          throw Error("codegen: convolution '" + n.name +
-                          "' reads weight blocks, which only the C++ twin's plans have",
-                      Error::Kind::Internal);
         const auto& ws = type(n.inputs[1]).shape;
         rows_form = target_ == Target::Cpu && rank(n.inputs[0]) == 4 && ws[0].is_static() &&
                     ws[2].is_static() && ws[3].is_static();

@@ -158,8 +158,10 @@ std::optional<Writer::LibraryGemm> Writer::library_gemm(const Stage& s) {
     if (type(v).dtype != DType::f32) return std::nullopt;
   // Buffers: both operands of one type (f32, or f16/bf16 under --precision); the output f32 or
   // the operands' type.
+  // B's panels where the plan holds them (the twin; cblas_call reads them a panel at a time).
+  const ValueId b_buffer = s.weight_blocks.value_or(c.b);
   DType ab = plan_.buffer(c.a)->dtype, ob = plan_.buffer(out)->dtype;
-  if (plan_.buffer(c.b)->dtype != ab || (ob != DType::f32 && ob != ab)) return std::nullopt;
+  if (plan_.buffer(b_buffer)->dtype != ab || (ob != DType::f32 && ob != ab)) return std::nullopt;
   size_t ro = rank(out), ra = rank(c.a), rb = rank(c.b);
   if (ra < 2 || rb < 2) return std::nullopt;
   LibraryGemm g;
@@ -198,7 +200,7 @@ std::optional<Writer::LibraryGemm> Writer::library_gemm(const Stage& s) {
   g.lda = c.trans_a ? g.m : g.k;  // row-major leading dims
   g.ldb = c.trans_b ? g.k : g.n;
   g.a = ptr(c.a);
-  g.b = ptr(c.b);
+  g.b = ptr(b_buffer);
   g.out = ptr(out);
   g.alpha = literal(c.alpha, "float");
   used_.clear();
@@ -373,6 +375,21 @@ std::string Writer::cblas_call(const Stage& s, size_t index) {
   auto g = library_gemm(s);
   if (!g || g->operand_type != DType::f32 || g->out_type != DType::f32) return "";
   const ir::Node& n = g_.node(s.node);
+  if (s.weight_blocks) {  // B in panels (a weight, one matrix): a call per panel of columns
+    return fmt::format(
+        "  }}  // the parallel region closed around the library, which has threads of its own\n"
+        "  {{  // stage {}: {} '{}' as CBLAS SGEMM, one call per batch entry and panel of B\n"
+        "    const int64_t m = {}, n = {}, k = {}, batch = {};\n"
+        "    for (int64_t b = 0; b < batch && m > 0; ++b)\n"
+        "      for (int64_t j = 0; j < n; j += {})\n"
+        "        cblas_sgemm(CblasRowMajor, {}, CblasNoTrans, (int)m, (int)(n - j < {} ? n - j : "
+        "{}), "
+        "(int)k, {}, {} + b * ({}), (int)({}), {} + j * k, {}, 0.0f, {} + b * m * n + j, (int)n);\n"
+        "  }}\n#pragma omp parallel\n  {{\n",
+        index, n.op_type, g_.value(s.output).name, g->m, g->n, g->k, g->batch, kPanelWidth,
+        g->trans_a ? "CblasTrans" : "CblasNoTrans", kPanelWidth, kPanelWidth, g->alpha, g->a,
+        g->stride_a, g->lda, g->b, kPanelWidth, g->out);
+  }
   return fmt::format(
       "  }}  // the parallel region closed around the library, which has threads of its own\n"
       "  {{  // stage {}: {} '{}' as CBLAS SGEMM, one call per batch entry\n"
@@ -390,7 +407,7 @@ std::string Writer::body_gemm_epilogue(const Stage& s) {
   Contraction c = contraction(g_, g_.node(s.node));
   ValueId out = s.output;
   Index idx = decompose_value("i", out);
-  std::string cv = elem(c.c, broadcast_index(c.c, idx));
+  std::string cv = elem(c.c, broadcast_index(c.c, idx, out));
   line(fmt::format("{}[i] = {}[i] + {} * (float){};", ptr(out), ptr(out), literal(c.beta, "float"),
                    cv));
   return numel(out);

@@ -430,9 +430,11 @@ std::string Writer::body_layernorm(const Stage& s) {
         row, false, [&, &at = idx] { return elem(in, at); }, ct);
     std::string y = fmt::format("(({}){} - {}) * {}", ct, x, mean, inv);
     if (n.inputs.size() > 1 && n.inputs[1] != ir::kNoValue)
-      y = fmt::format("{} * ({}){}", y, ct, elem(n.inputs[1], broadcast_index(n.inputs[1], tail)));
+      y = fmt::format("{} * ({}){}", y, ct,
+                      elem(n.inputs[1], broadcast_index(n.inputs[1], tail, out)));
     if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
-      y = fmt::format("{} + ({}){}", y, ct, elem(n.inputs[2], broadcast_index(n.inputs[2], tail)));
+      y = fmt::format("{} + ({}){}", y, ct,
+                      elem(n.inputs[2], broadcast_index(n.inputs[2], tail, out)));
     line(store(out, linear(out, idx), idx, y));
   }
   close_row(row);

@@ -455,11 +455,21 @@ class Writer {
     idx.push_back(col);
     return idx;
   }
-  // The index of `in` read at output index `idx` under numpy broadcasting.
-  Index broadcast_index(ValueId in, const Index& idx) const {
-    size_t r = rank(in), off = idx.size() - r;
+  // The index of `in` read at index `idx` of `over` (its last idx.size() dims) under numpy
+  // broadcasting. A dim of `in` that is a symbol where `over`'s is not the same symbol may be 1
+  // as it runs (a symbol against a static 5 infers as 5): its index is 0 then, tested in the code.
+  Index broadcast_index(ValueId in, const Index& idx, ValueId over) const {
+    size_t r = rank(in), off = idx.size() - r, base = rank(over) - idx.size();
     Index out(r);
-    for (size_t k = 0; k < r; ++k) out[k] = dim_is_one(in, k) ? "0" : idx[off + k];
+    for (size_t k = 0; k < r; ++k) {
+      const ir::Dim& d = type(in).shape[k];
+      if (dim_is_one(in, k))
+        out[k] = "0";
+      else if (!d.is_static() && !(type(over).shape[base + off + k] == d))
+        out[k] = fmt::format("({} == 1 ? 0 : {})", dim(in, k), idx[off + k]);
+      else
+        out[k] = idx[off + k];
+    }
     return out;
   }
 

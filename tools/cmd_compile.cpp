@@ -117,7 +117,7 @@ int run_compile(const CompileArgs& a) {
   if (tree.target == codegen::Target::Cuda)
     plan_options.tensor_cores = codegen::arch_has_tensor_cores(a.arch);
   plan_options.cublaslt = !a.no_cublaslt;
-  plan_options.conv_weight_blocks = tree.target == codegen::Target::Cpu;
+  plan_options.weight_blocks = tree.target == codegen::Target::Cpu;
   auto t0 = std::chrono::steady_clock::now();
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -151,9 +151,9 @@ int run_compile(const CompileArgs& a) {
   codegen::TreeReport r = codegen::write_source_tree(plan, a.out, tree);
   // The predictions are of the CUDA forms, which a twin's plan (blocked weights) does not print.
   codegen::PlanOptions for_cuda = plan_options;
-  for_cuda.conv_weight_blocks = false;
+  for_cuda.weight_blocks = false;
   write_predictions(graph,
-                    plan_options.conv_weight_blocks ? codegen::make_plan(graph, for_cuda) : plan,
+                    plan_options.weight_blocks ? codegen::make_plan(graph, for_cuda) : plan,
                     a.device, fs::path(a.out) / "predictions.json");
   double total_s = seconds();
   if (a.json) {

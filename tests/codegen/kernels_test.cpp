@@ -1328,7 +1328,7 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
   b.output(b.op("Sigmoid", {w40}));
   ir::Graph g = std::move(b).finish();
   codegen::PlanOptions twin;
-  twin.conv_weight_blocks = true;
+  twin.weight_blocks = true;
   const codegen::KernelPlan plan = codegen::make_plan(g, twin);
   const std::string cpu = codegen::print_kernels(plan, codegen::Target::Cpu);
   CHECK(occurrences(cpu, "const float* wb = ") == 7);
@@ -1426,7 +1426,7 @@ TEST_CASE("Winograd convolutions: 3x3 at stride 1 in the twin by F(2x2, 3x3) and
   b.output(b.op("Conv", {x60, w60}, {{"pads", ints({1, 1, 1, 1})}}));
   ir::Graph g = std::move(b).finish();
   codegen::PlanOptions twin;
-  twin.conv_weight_blocks = true;
+  twin.weight_blocks = true;
   const codegen::KernelPlan plan = codegen::make_plan(g, twin);
   std::map<int, int> tiles;  // convolutions by Stage::winograd
   int channels = 0;
@@ -1714,6 +1714,81 @@ TEST_CASE("matrix product tiles: row blocks of 4 and 2, ragged rows, column chun
   ir::Graph g = std::move(b).finish();
   for (int64_t m : {1, 3, 9})
     for_each_vector_width([&] { check_twin(g, {{3, m, 11}, {3, 11, 70}, {11, 300}, {3, m, 1}}); });
+}
+
+TEST_CASE("products over weights read B in panels of 64 columns, zero past the last column") {
+  // B of 70 columns is two panels, the second of 6; 300 is five, the last of 44; 3 columns are
+  // one panel, mostly zeros. A Gemm's transB weight is held as B^T's panels. Rows 1, 5 and 8:
+  // a block of 4 and a ragged one, at every vector width, through the twin's tiles and CBLAS.
+  GraphBuilder b;
+  const Dim n = Dim::symbol("n");
+  ValueId x = b.input("x", DType::f32, {n, Dim(5), Dim(13)});
+  ValueId a = b.input("a", DType::f32, {n, Dim(11)});
+  ValueId at = b.input("at", DType::f32, {Dim(11), n});
+  ValueId a37 = b.input("a37", DType::f32, {n, Dim(37)});
+  ValueId a5 = b.input("a5", DType::f32, {n, Dim(5)});
+  ValueId w70 = b.weight("w70", random_tensor({13, 70}, 31));
+  ValueId w300 = b.weight("w300", random_tensor({11, 300}, 32));
+  ValueId wt = b.weight("wt", random_tensor({70, 37}, 33));
+  ValueId w3 = b.weight("w3", random_tensor({5, 3}, 34));
+  ValueId sq = b.weight("sq", random_tensor({5, 5}, 35));
+  ValueId bias = b.weight("bias", random_tensor({70}, 36));
+  ValueId c300 = b.weight("c300", random_tensor({300}, 37));
+  b.output(kernel(b, "(Relu (Add (MatMul ?0 ?1) ?2))", {x, w70, bias}));
+  b.output(b.op("Tanh", {b.op("MatMul", {x, w70})}));  // w70 again: one copy of its panels
+  b.output(b.op("Gemm", {a, w300, c300}, {{"alpha", 0.5}, {"beta", 2.0}}));
+  b.output(b.op("Gemm", {at, w300}, {{"transA", int64_t{1}}}));
+  b.output(b.op("Gemm", {a37, wt, bias}, {{"transB", int64_t{1}}}));
+  b.output(b.op("MatMul", {a5, w3}));
+  b.output(b.op("Sigmoid", {w3}));                     // w3 read as itself too: the blob keeps it
+  b.output(b.op("Tanh", {b.op("MatMul", {sq, sq})}));  // B is A too: no panels
+  ir::Graph g = std::move(b).finish();
+  codegen::PlanOptions twin;
+  twin.weight_blocks = true;
+  const codegen::KernelPlan plan = codegen::make_plan(g, twin);
+  int panel_stages = 0;
+  for (const codegen::Stage& s : plan.stages)
+    panel_stages += (s.kind == codegen::StageKind::MatMul || s.kind == codegen::StageKind::Gemm) &&
+                    s.weight_blocks.has_value();
+  CHECK(panel_stages == 6);
+  std::set<std::string> weights;
+  for (ValueId v : plan.weights) weights.insert(plan.graph.value(v).name);
+  CHECK(weights == std::set<std::string>{"w70_panels", "w300_panels", "wt_panels", "w3_panels",
+                                         "w3", "sq", "bias", "c300"});
+  // A panel holds B's columns for every k, zeros past the last column; B^T's for transB.
+  auto panels_of = [&](const std::string& name) -> const ir::Tensor& {
+    auto v = std::find_if(plan.weights.begin(), plan.weights.end(),
+                          [&](ValueId w) { return plan.graph.value(w).name == name; });
+    REQUIRE(v != plan.weights.end());
+    return *plan.graph.weight_data(*v);
+  };
+  const ir::Tensor& p70 = panels_of("w70_panels");
+  CHECK(p70.dims() == std::vector<int64_t>{2, 13, 64});
+  const ir::Tensor& w70_data = *g.weight_data(w70);
+  const ir::Tensor& pt = panels_of("wt_panels");
+  CHECK(pt.dims() == std::vector<int64_t>{2, 37, 64});
+  const ir::Tensor& wt_data = *g.weight_data(wt);
+  for (int64_t panel = 0; panel < 2; ++panel)
+    for (int64_t j = 0; j < 64; ++j) {
+      const int64_t col = panel * 64 + j;
+      for (int64_t k = 0; k < 13; ++k)
+        CHECK(p70.get((panel * 13 + k) * 64 + j) == (col < 70 ? w70_data.get(k * 70 + col) : 0.0));
+      for (int64_t k = 0; k < 37; ++k)
+        CHECK(pt.get((panel * 37 + k) * 64 + j) == (col < 70 ? wt_data.get(col * 37 + k) : 0.0));
+    }
+  // CUDA prints no plan with panels (it would read B, which the blob lacks).
+  CHECK_THROWS_WITH(codegen::print_kernels(plan, codegen::Target::Cuda),
+                    Catch::Contains("only the C++ twin"));
+  for (int64_t rows : {1, 5, 8}) {
+    INFO("rows " << rows);
+    const std::vector<std::vector<int64_t>> dims = {
+        {rows, 5, 13}, {rows, 11}, {11, rows}, {rows, 37}, {rows, 5}};
+    for_each_vector_width([&] { check_twin(g, dims); });
+    // The same through CBLAS (EQFUSE_BLAS=1, where this machine has one): a call per panel.
+    ::setenv("EQFUSE_BLAS", "1", 1);
+    check_twin(g, dims);
+    ::unsetenv("EQFUSE_BLAS");
+  }
 }
 
 TEST_CASE("products with B transposed: tiles of dot products, K tails, ragged rows, f64") {
@@ -2070,4 +2145,17 @@ TEST_CASE("a precision other than f32, f16 and bf16 is refused") {
   options.precision = DType::i8;
   CHECK_THROWS_WITH(codegen::make_plan(std::move(b).finish(), options),
                     Catch::Contains("expected f32, f16 or bf16"));
+}
+
+TEST_CASE("a run-time dim broadcasts against a static one as 1 or as its equal") {
+  // [n, 5] + [5, 5] infers [5, 5] (n must be 1 or 5): at n = 1 each element reads row 0.
+  GraphBuilder b;
+  ValueId a = b.input("a", DType::f32, {Dim::symbol("n"), Dim(5)});
+  ValueId w = b.weight("w", random_tensor({5, 5}, 35));
+  ValueId x = b.input("x", DType::f32, {Dim(5), Dim(5)});
+  b.output(b.op("Add", {b.op("MatMul", {x, w}), a}));  // a product's epilogue
+  b.output(b.op("Mul", {x, a}));                        // a pointwise stage
+  b.output(b.op("LayerNormalization", {x, a}, {{"axis", int64_t{0}}}));  // a row's scale
+  ir::Graph g = std::move(b).finish();
+  for (int64_t n : {1, 5}) check_twin(g, {{n, 5}, {5, 5}});
 }
