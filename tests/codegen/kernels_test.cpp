@@ -2153,8 +2153,8 @@ TEST_CASE("a run-time dim broadcasts against a static one as 1 or as its equal")
   ValueId a = b.input("a", DType::f32, {Dim::symbol("n"), Dim(5)});
   ValueId w = b.weight("w", random_tensor({5, 5}, 35));
   ValueId x = b.input("x", DType::f32, {Dim(5), Dim(5)});
-  b.output(b.op("Add", {b.op("MatMul", {x, w}), a}));  // a product's epilogue
-  b.output(b.op("Mul", {x, a}));                        // a pointwise stage
+  b.output(b.op("Add", {b.op("MatMul", {x, w}), a}));                    // a product's epilogue
+  b.output(b.op("Mul", {x, a}));                                         // a pointwise stage
   b.output(b.op("LayerNormalization", {x, a}, {{"axis", int64_t{0}}}));  // a row's scale
   ir::Graph g = std::move(b).finish();
   for (int64_t n : {1, 5}) check_twin(g, {{n, 5}, {5, 5}});
