@@ -413,7 +413,7 @@ std::string Writer::body_conv_tiles(const Stage& s) {
           close();
         }
       },
-      /*wide=*/mb > 1 && (sw == 1 || (sw == 2 && buffer_type(x) == ct && ct == "float")));
+      /*wide=*/(sw == 1 || (sw == 2 && buffer_type(x) == ct && ct == "float")));
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, rows);
 }
 
