@@ -3,23 +3,26 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 namespace eqfuse::bench {
 namespace {
 
 namespace fs = std::filesystem;
 
-// argv: MODEL OPTIMIZED_OUT RUNS; prints {"ms": median} on its last line.
+// argv: MODEL OPTIMIZED_OUT RUNS THREADS; prints {"ms": median} on its last line.
 constexpr const char* kScript = R"JS(
 const ort = require('onnxruntime-node');
 (async () => {
-  const [model, optimized, runs] = process.argv.slice(2);
+  const [model, optimized, runs, threads] = process.argv.slice(2);
   const s = await ort.InferenceSession.create(model, {
     executionProviders: ['cpu'], graphOptimizationLevel: 'extended',
-    optimizedModelFilePath: optimized });
+    optimizedModelFilePath: optimized, intraOpNumThreads: Number(threads) });
   const feeds = {};
   for (const name of s.inputNames) {
     const meta = s.inputMetadata ? s.inputMetadata.find(m => m.name === name) : null;
@@ -46,6 +49,12 @@ std::string quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
+}
+
+// The threads the twin runs on: OpenMP's, OMP_NUM_THREADS where set, else the CPUs.
+int twin_threads() {
+  if (const char* n = std::getenv("OMP_NUM_THREADS"); n && std::atoi(n) > 0) return std::atoi(n);
+  return int(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 // Runs `command`, returning its stdout (stderr discarded) and whether it exited 0.
@@ -81,11 +90,11 @@ OrtResult run_ort(const std::string& dir, const fs::path& model, int runs) {
                                   model.parent_path().filename().string());
   std::ofstream(script) << kScript;
   std::string out;
-  bool ok =
-      capture(fmt::format("NODE_PATH={} node {} {} {} {}",
-                          quote((fs::path(dir) / "node_modules").string()), quote(script.string()),
-                          quote(fs::absolute(model).string()), quote(r.optimized.string()), runs),
-              &out);
+  bool ok = capture(fmt::format("NODE_PATH={} node {} {} {} {} {}",
+                                quote((fs::path(dir) / "node_modules").string()),
+                                quote(script.string()), quote(fs::absolute(model).string()),
+                                quote(r.optimized.string()), runs, twin_threads()),
+                    &out);
   fs::remove(script);
   size_t line = out.rfind('{');
   nlohmann::json j =

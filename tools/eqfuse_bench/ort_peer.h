@@ -18,7 +18,9 @@ struct OrtResult {
   std::string note;                 // why not, when !ok
 };
 
-// Runs `model` in ONNX Runtime on zeros (symbolic dims 1; float, int32 or int64 inputs).
+// Runs `model` in ONNX Runtime on zeros (symbolic dims 1; float, int32 or int64 inputs), with as
+// many intra-op threads as the twin's OpenMP takes (OMP_NUM_THREADS, else every CPU): left to
+// itself, ONNX Runtime 1.31 counted one core on a 2-vCPU machine and ran 1.4x slower there.
 OrtResult run_ort(const std::string& dir, const std::filesystem::path& model, int runs);
 
 }  // namespace eqfuse::bench
