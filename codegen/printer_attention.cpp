@@ -58,7 +58,7 @@ std::string Writer::body_attention(const Stage& s) {
     return x;
   };
   auto load = [&](ValueId x, const std::string& row, const std::string& col) {
-    return "(float)" + elem(x, matrix_index(x, batch, row, col));
+    return "(float)" + elem(x, matrix_index(x, batch, row, col, out));
   };
   std::string r0 = fresh("r"), j0 = fresh("j"), nb = fresh("nb"), bm = fresh("bm"),
               alpha = fresh("alpha"), p = fresh("pe"), jj = fresh("jj"), d = fresh("d");

@@ -43,12 +43,12 @@ std::string Writer::body_matmul_element(const Stage& s) {
     size_t batch = ro - (ra >= 2 ? 1 : 0) - (rb >= 2 ? 1 : 0);
     Index bidx(idx.begin(), idx.begin() + long(batch));
     if (ra >= 2) {
-      ia = matrix_index(c.a, bidx, idx[batch], k);
+      ia = matrix_index(c.a, bidx, idx[batch], k, out);
     } else {
       ia = {k};
     }
     if (rb >= 2) {
-      ib = matrix_index(c.b, bidx, k, idx[ro - 1]);
+      ib = matrix_index(c.b, bidx, k, idx[ro - 1], out);
     } else {
       ib = {k};
     }
@@ -181,10 +181,10 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     K = dim(c.a, ra - 1);
     size_t batch = ro - 2;
     const Index batch_index(ridx.begin(), ridx.begin() + long(batch));
-    abase = linear(c.a, matrix_index(c.a, batch_index, m, "0"));
+    abase = linear(c.a, matrix_index(c.a, batch_index, m, "0", out));
     sak = "1";
     sam = K;
-    bbase = linear(c.b, matrix_index(c.b, batch_index, "0", "0"));
+    bbase = linear(c.b, matrix_index(c.b, batch_index, "0", "0", out));
     sbk = dim(c.b, rb - 1);
     sbn = "1";
   }
@@ -280,6 +280,12 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     // Vectors of columns per row: as many as the register tile's accumulators hold over its
     // rows, at least 2 and at most 4, so that rows of 128 columns still fill whole tiles.
     const int vectors = std::clamp<int>(accumulators / int(tm), 2, 4), tile = vectors * lanes;
+    // A panel is whole tiles, so that every load of B lies in it.
+    if (panels && kPanelWidth % tile != 0)
+      throw Error(fmt::format("codegen: MatMul '{}': a tile of {} columns does not divide a panel "
+                              "of {}",
+                              n.name, tile, kPanelWidth),
+                  Error::Kind::Internal);
     auto acc = [](int64_t r, int h) { return fmt::format("acc{}_{}", r, h); };
     auto q = [&](int64_t r) { return iadd(first, std::to_string(r)); };
     open(fmt::format("for (int64_t n0 = {}; n0 < {}; n0 += {})", n0, n1, tile));

@@ -444,32 +444,36 @@ class Writer {
     }
     return decompose(lin, dims, one);
   }
-  // Element (row, col) of operand `v` (rank >= 2) of a batched MatMul whose output index starts
-  // with `batch`, under numpy broadcasting of the batch dims.
-  Index matrix_index(ValueId v, const Index& batch, const std::string& row,
-                     const std::string& col) const {
-    size_t r = rank(v) - 2, nb = batch.size();
+  // Element (row, col) of operand `v` (rank >= 2) of a batched MatMul whose output `out` is at
+  // index `batch` along its batch dims, under numpy broadcasting of the batch dims.
+  Index matrix_index(ValueId v, const Index& batch, const std::string& row, const std::string& col,
+                     ValueId out) const {
+    size_t r = rank(v) - 2, nb = batch.size(), base = rank(out) - 2 - nb;
     Index idx(r);
-    for (size_t q = 0; q < r; ++q) idx[q] = dim_is_one(v, q) ? "0" : batch[nb - r + q];
+    for (size_t q = 0; q < r; ++q)
+      idx[q] = broadcast_coordinate(v, q, type(out).shape[base + nb - r + q], batch[nb - r + q]);
     idx.push_back(row);
     idx.push_back(col);
     return idx;
   }
+  // Coordinate k of `in` read where the broadcast result's coordinate along a dim `over` is `i`:
+  // 0 where in's dim is 1. A dim of `in` that is a symbol where `over` is not the same symbol may
+  // be 1 as it runs (a symbol against a static 5 infers as 5): its coordinate is 0 then, tested
+  // in the code.
+  std::string broadcast_coordinate(ValueId in, size_t k, const ir::Dim& over,
+                                   const std::string& i) const {
+    const ir::Dim& d = type(in).shape[k];
+    if (dim_is_one(in, k)) return "0";
+    if (!d.is_static() && !(over == d)) return fmt::format("({} == 1 ? 0 : {})", dim(in, k), i);
+    return i;
+  }
   // The index of `in` read at index `idx` of `over` (its last idx.size() dims) under numpy
-  // broadcasting. A dim of `in` that is a symbol where `over`'s is not the same symbol may be 1
-  // as it runs (a symbol against a static 5 infers as 5): its index is 0 then, tested in the code.
+  // broadcasting (broadcast_coordinate).
   Index broadcast_index(ValueId in, const Index& idx, ValueId over) const {
     size_t r = rank(in), off = idx.size() - r, base = rank(over) - idx.size();
     Index out(r);
-    for (size_t k = 0; k < r; ++k) {
-      const ir::Dim& d = type(in).shape[k];
-      if (dim_is_one(in, k))
-        out[k] = "0";
-      else if (!d.is_static() && !(type(over).shape[base + off + k] == d))
-        out[k] = fmt::format("({} == 1 ? 0 : {})", dim(in, k), idx[off + k]);
-      else
-        out[k] = idx[off + k];
-    }
+    for (size_t k = 0; k < r; ++k)
+      out[k] = broadcast_coordinate(in, k, type(over).shape[base + off + k], idx[off + k]);
     return out;
   }
 

@@ -1727,7 +1727,9 @@ TEST_CASE("products over weights read B in panels of 64 columns, zero past the l
   ValueId at = b.input("at", DType::f32, {Dim(11), n});
   ValueId a37 = b.input("a37", DType::f32, {n, Dim(37)});
   ValueId a5 = b.input("a5", DType::f32, {n, Dim(5)});
+  ValueId at37 = b.input("at37", DType::f32, {Dim(37), n});
   ValueId w70 = b.weight("w70", random_tensor({13, 70}, 31));
+  ValueId w128 = b.weight("w128", random_tensor({128, 37}, 38));
   ValueId w300 = b.weight("w300", random_tensor({11, 300}, 32));
   ValueId wt = b.weight("wt", random_tensor({70, 37}, 33));
   ValueId w3 = b.weight("w3", random_tensor({5, 3}, 34));
@@ -1739,6 +1741,8 @@ TEST_CASE("products over weights read B in panels of 64 columns, zero past the l
   b.output(b.op("Gemm", {a, w300, c300}, {{"alpha", 0.5}, {"beta", 2.0}}));
   b.output(b.op("Gemm", {at, w300}, {{"transA", int64_t{1}}}));
   b.output(b.op("Gemm", {a37, wt, bias}, {{"transB", int64_t{1}}}));
+  // Both transposed, N = 128: two whole panels, no column past N.
+  b.output(b.op("Gemm", {at37, w128}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}}));
   b.output(b.op("MatMul", {a5, w3}));
   b.output(b.op("Sigmoid", {w3}));                     // w3 read as itself too: the blob keeps it
   b.output(b.op("Tanh", {b.op("MatMul", {sq, sq})}));  // B is A too: no panels
@@ -1750,11 +1754,11 @@ TEST_CASE("products over weights read B in panels of 64 columns, zero past the l
   for (const codegen::Stage& s : plan.stages)
     panel_stages += (s.kind == codegen::StageKind::MatMul || s.kind == codegen::StageKind::Gemm) &&
                     s.weight_blocks.has_value();
-  CHECK(panel_stages == 6);
+  CHECK(panel_stages == 7);
   std::set<std::string> weights;
   for (ValueId v : plan.weights) weights.insert(plan.graph.value(v).name);
-  CHECK(weights == std::set<std::string>{"w70_panels", "w300_panels", "wt_panels", "w3_panels",
-                                         "w3", "sq", "bias", "c300"});
+  CHECK(weights == std::set<std::string>{"w70_panels", "w300_panels", "wt_panels", "w128_panels",
+                                         "w3_panels", "w3", "sq", "bias", "c300"});
   // A panel holds B's columns for every k, zeros past the last column; B^T's for transB.
   auto panels_of = [&](const std::string& name) -> const ir::Tensor& {
     auto v = std::find_if(plan.weights.begin(), plan.weights.end(),
@@ -1781,8 +1785,8 @@ TEST_CASE("products over weights read B in panels of 64 columns, zero past the l
                     Catch::Contains("only the C++ twin"));
   for (int64_t rows : {1, 5, 8}) {
     INFO("rows " << rows);
-    const std::vector<std::vector<int64_t>> dims = {
-        {rows, 5, 13}, {rows, 11}, {11, rows}, {rows, 37}, {rows, 5}};
+    const std::vector<std::vector<int64_t>> dims = {{rows, 5, 13}, {rows, 11}, {11, rows},
+                                                    {rows, 37},    {rows, 5},  {37, rows}};
     for_each_vector_width([&] { check_twin(g, dims); });
     // The same through CBLAS (EQFUSE_BLAS=1, where this machine has one): a call per panel.
     ::setenv("EQFUSE_BLAS", "1", 1);
@@ -2156,6 +2160,11 @@ TEST_CASE("a run-time dim broadcasts against a static one as 1 or as its equal")
   b.output(b.op("Add", {b.op("MatMul", {x, w}), a}));                    // a product's epilogue
   b.output(b.op("Mul", {x, a}));                                         // a pointwise stage
   b.output(b.op("LayerNormalization", {x, a}, {{"axis", int64_t{0}}}));  // a row's scale
+  // A batched product's batch dim: [m, 4, 8] x [3, 8, 5] infers [3, 4, 5].
+  ValueId xb = b.input("xb", DType::f32, {Dim::symbol("m"), Dim(4), Dim(8)});
+  ValueId yb = b.input("yb", DType::f32, {Dim(3), Dim(8), Dim(5)});
+  b.output(b.op("Tanh", {b.op("MatMul", {xb, yb})}));
   ir::Graph g = std::move(b).finish();
-  for (int64_t n : {1, 5}) check_twin(g, {{n, 5}, {5, 5}});
+  for (int64_t n : {1, 5})
+    for (int64_t m : {1, 3}) check_twin(g, {{n, 5}, {5, 5}, {m, 4, 8}, {3, 8, 5}});
 }

@@ -1,6 +1,7 @@
 #include "tools/eqfuse_bench/ort_peer.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,9 +52,13 @@ std::string quote(const std::string& s) {
   return out + "'";
 }
 
-// The threads the twin runs on: OpenMP's, OMP_NUM_THREADS where set, else the CPUs.
+// The threads the twin runs on: OpenMP's, OMP_NUM_THREADS where set, else the CPUs this process
+// may run on (its affinity mask, as OpenMP counts them).
 int twin_threads() {
   if (const char* n = std::getenv("OMP_NUM_THREADS"); n && std::atoi(n) > 0) return std::atoi(n);
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof cpus, &cpus) == 0 && CPU_COUNT(&cpus) > 0)
+    return CPU_COUNT(&cpus);
   return int(std::max(1u, std::thread::hardware_concurrency()));
 }
 
