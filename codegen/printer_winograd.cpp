@@ -99,15 +99,14 @@ std::string Writer::body_conv_winograd(const Stage& s) {
   line(fmt::format("const int64_t col0 = t_first * {} - {};", m, pw));
   vector_variants("float", [&](int lanes, int accumulators) {
     const int64_t nv = kWeightBlock / lanes;  // vectors per tile's channels
-    // Input transform, `tl` tiles a vector (tvec).
+    // Input transform, `tl` tiles a vector (tvec). A vector of tiles loads its input rows' columns
+    // directly where they lie inside the row, and through masks (or element by element) at its
+    // edges; it reads two groups of m vectors, from col0 + m t0 and from col0 + m t0 + m.
     const int64_t tl = winograd_tile_lanes(lanes, Tp);
     if (tl == lanes)
       line("typedef vec tvec;");
     else
       line(fmt::format("typedef float tvec __attribute__((vector_size({})));", 4 * tl));
-    // Input transform. A vector of tiles loads its input rows' columns directly where they
-    // lie inside the row, and through masks (or element by element) at its edges; it reads
-    // two groups of m vectors, from col0 + m t0 and from col0 + m t0 + m.
     line(fmt::format("int64_t in_lo = col0 < 0 ? ({} - 1 - col0) / {} : 0;  // inner tiles", m, m));
     line(fmt::format("in_lo = (in_lo + {} - 1) / {} * {};", tl, tl, tl));
     line(fmt::format("if (in_lo > {}) in_lo = {};", Tp, Tp));

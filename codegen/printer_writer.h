@@ -789,9 +789,8 @@ class Writer {
   // 32-byte ones where it has AVX and 16-byte ones (SSE, NEON) elsewhere: a vector wider than the
   // target's registers would live in memory. `lanes` is how many elements of `ct` one vector
   // holds; `emit` declares the type `vec`. With AVX-512, a body that is not `wide` (its loads
-  // gathered element by element) takes 32 bytes. (Rows that 32-byte vectors cover with fewer idle
-  // lanes, 7 or 196, took them until measured on a core with 512-bit multiply-adds, Zen 5: 64-byte
-  // ones do twice the work an instruction there, idle lanes and all.)
+  // gathered element by element) takes 32 bytes. A row that leaves lanes idle still takes 64: a
+  // core with 512-bit multiply-adds does twice a 32-byte vector's work an instruction.
   void vector_variants(const std::string& ct, const std::function<void(int, int)>& emit,
                        bool wide = true) {
     const int bytes = ct == "double" || ct == "int64_t" ? 8 : 4;

@@ -152,8 +152,7 @@ int run_compile(const CompileArgs& a) {
   // The predictions are of the CUDA forms, which a twin's plan (blocked weights) does not print.
   codegen::PlanOptions for_cuda = plan_options;
   for_cuda.weight_blocks = false;
-  write_predictions(graph,
-                    plan_options.weight_blocks ? codegen::make_plan(graph, for_cuda) : plan,
+  write_predictions(graph, plan_options.weight_blocks ? codegen::make_plan(graph, for_cuda) : plan,
                     a.device, fs::path(a.out) / "predictions.json");
   double total_s = seconds();
   if (a.json) {
