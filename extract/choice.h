@@ -4,6 +4,7 @@
 // measure eqfuse optimizes; the tree cost (shared subterms counted once per use) is what
 // bottom-up greedy optimizes, reported for comparison.
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "extract/problem.h"
@@ -20,6 +21,7 @@ struct ExtractionResult {
   double seconds = 0;
   bool optimal = false;         // proved optimal (ILP only)
   std::optional<double> bound;  // a proven lower bound on the DAG cost (ILP only)
+  std::string stop_reason;      // why a search stopped (DAG-aware only: extract/dag.h)
 };
 
 // The e-classes reachable from the roots through the choice, children before parents, or

@@ -14,13 +14,24 @@ namespace {
 // A full choice (every extractable e-class has an e-node) with reference counts of the part
 // reachable from the roots, so that switching one e-class's e-node is priced by touching only
 // the subterms that enter or leave the graph.
+// What the searches of one extract_dag call may spend, shared by all its starts: the work
+// limit counts the search's own steps (a walk's step, a question), so where it stops depends
+// on the problem alone; the deadline is a safety net whose result depends on machine speed.
+struct Budget {
+  using clock = std::chrono::steady_clock;
+  clock::time_point deadline;
+  uint64_t work_limit = 0;
+  uint64_t spent = 0;  // by the searches that have ended
+  DagStop stop = DagStop::converged;
+};
+
 class LocalSearch {
  public:
-  using clock = std::chrono::steady_clock;
+  using clock = Budget::clock;
 
-  LocalSearch(const ExtractionProblem& problem, Choice choice, clock::time_point deadline)
+  LocalSearch(const ExtractionProblem& problem, Choice choice, Budget& budget)
       : p_(problem),
-        deadline_(deadline),
+        budget_(budget),
         choice_(std::move(choice)),
         refs_(problem.num_classes(), 0),
         seen_(problem.num_classes(), 0),
@@ -34,18 +45,29 @@ class LocalSearch {
     for (NodeIndex n = 0; n < p_.num_nodes(); ++n)
       for (ClassIndex k : p_.children(n)) parents_[fill[k]++] = n;
   }
+  ~LocalSearch() { budget_.spent += work_; }
+  LocalSearch(const LocalSearch&) = delete;
+  LocalSearch& operator=(const LocalSearch&) = delete;
 
   const Choice& choice() const { return choice_; }
-  // Whether the deadline has passed; once it has, it stays so. Asked before every move, not
-  // once per e-class (one e-class may have thousands of candidates), it reads the clock only
-  // when kWorkPerReading steps of the walks below (or questions) have gone by since the last
-  // reading. The search overruns its deadline by at most that much work and one move.
-  bool out_of_time() {
-    if (out_of_time_) return true;
-    if (++work_ < next_reading_) return false;
-    next_reading_ = work_ + kWorkPerReading;
-    out_of_time_ = clock::now() >= deadline_;
-    return out_of_time_;
+  // Whether the budget is spent; once it is, it stays so. Asked before every move, not once
+  // per e-class (one e-class may have thousands of candidates). The work limit is checked on
+  // every question; the clock is read only when kWorkPerReading steps have gone by since the
+  // last reading, so the search overruns its deadline by at most that much work and one move.
+  bool out_of_budget() {
+    if (out_of_budget_) return true;
+    ++work_;
+    if (budget_.spent + work_ >= budget_.work_limit) {
+      budget_.stop = DagStop::work_limit;
+      out_of_budget_ = true;
+    } else if (work_ >= next_reading_) {
+      next_reading_ = work_ + kWorkPerReading;
+      if (clock::now() >= budget_.deadline) {
+        budget_.stop = DagStop::time_limit;
+        out_of_budget_ = true;
+      }
+    }
+    return out_of_budget_;
   }
   bool in_graph(ClassIndex c) const { return refs_[c] > 0; }
   double total() const { return total_; }
@@ -92,7 +114,7 @@ class LocalSearch {
 
   // A two-step move for what single switches cannot see: switch c to b even at a loss, then
   // let the e-classes that could use the subterms b brought in switch to them. Kept only if
-  // the two steps together lower the DAG cost. Out of time, it stops trying follow-up switches
+  // the two steps together lower the DAG cost. Out of budget, it stops trying follow-up switches
   // (and keeps what it has only if that is already better).
   bool kick(ClassIndex c, NodeIndex b) {
     NodeIndex a = choice_[c];
@@ -106,12 +128,12 @@ class LocalSearch {
     std::vector<ClassIndex> fresh(entered_);
     fresh.insert(fresh.end(), p_.children(b).begin(), p_.children(b).end());
     for (ClassIndex e : fresh) {
-      if (out_of_time_) break;
+      if (out_of_budget_) break;
       for (uint32_t i = parent_begin_[e]; i < parent_begin_[e + 1]; ++i) {
         NodeIndex q = parents_[i];
         ClassIndex z = p_.node_class(q);
         if (z == c || !in_graph(z) || !candidate(q)) continue;
-        if (out_of_time()) break;
+        if (out_of_budget()) break;
         NodeIndex old = choice_[z];
         if (auto d = switch_node(z, q, true)) {
           delta += *d;
@@ -177,8 +199,8 @@ class LocalSearch {
 
   const ExtractionProblem& p_;
   static constexpr uint64_t kWorkPerReading = 1024;  // about 10 us
-  clock::time_point deadline_;
-  bool out_of_time_ = false;
+  Budget& budget_;
+  bool out_of_budget_ = false;
   uint64_t work_ = 0, next_reading_ = 0;
   Choice choice_;
   std::vector<uint32_t> refs_;
@@ -197,31 +219,30 @@ class LocalSearch {
 namespace {
 
 // The local search from one full start: single switches to a local optimum, then two-step
-// kicks; repeat while either helps, and stop at the deadline, between any two moves.
-Choice descend(const ExtractionProblem& problem, Choice start,
-               LocalSearch::clock::time_point deadline) {
-  LocalSearch search(problem, std::move(start), deadline);
-  for (bool improved = true; improved && !search.out_of_time();) {
+// kicks; repeat while either helps, and stop when the budget is spent, between any two moves.
+Choice descend(const ExtractionProblem& problem, Choice start, Budget& budget) {
+  LocalSearch search(problem, std::move(start), budget);
+  for (bool improved = true; improved && !search.out_of_budget();) {
     improved = false;
-    for (bool descending = true; descending && !search.out_of_time();) {
+    for (bool descending = true; descending && !search.out_of_budget();) {
       descending = false;
       search.refill();
-      for (ClassIndex c = 0; c < problem.num_classes() && !search.out_of_time(); ++c) {
+      for (ClassIndex c = 0; c < problem.num_classes() && !search.out_of_budget(); ++c) {
         if (!search.in_graph(c)) continue;
         for (NodeIndex b : problem.nodes(c)) {
           if (!search.candidate(b)) continue;
-          if (search.out_of_time()) break;
+          if (search.out_of_budget()) break;
           if (search.switch_node(c, b, true)) descending = true;
         }
       }
     }
-    if (search.out_of_time()) break;
+    if (search.out_of_budget()) break;
     search.refill();
-    for (ClassIndex c = 0; c < problem.num_classes() && !search.out_of_time(); ++c) {
+    for (ClassIndex c = 0; c < problem.num_classes() && !search.out_of_budget(); ++c) {
       if (!search.in_graph(c)) continue;
       for (NodeIndex b : problem.nodes(c)) {
         if (!search.in_graph(c) || !search.candidate(b)) continue;
-        if (search.out_of_time()) break;
+        if (search.out_of_budget()) break;
         if (search.kick(c, b)) improved = true;
       }
     }
@@ -230,6 +251,18 @@ Choice descend(const ExtractionProblem& problem, Choice start,
 }
 
 }  // namespace
+
+const char* dag_stop_name(DagStop stop) {
+  switch (stop) {
+    case DagStop::converged:
+      return "converged";
+    case DagStop::work_limit:
+      return "work limit";
+    case DagStop::time_limit:
+      return "time limit";
+  }
+  return "?";
+}
 
 ExtractionResult extract_dag(const ExtractionProblem& problem, const DagOptions& options) {
   using clock = LocalSearch::clock;
@@ -242,20 +275,22 @@ ExtractionResult extract_dag(const ExtractionProblem& problem, const DagOptions&
     if (greedy.choice[r] == kNoNode)
       fail("no finite term for a root e-class (every term is cyclic)");
 
-  const auto deadline =
+  Budget budget;
+  budget.deadline =
       start + std::chrono::duration_cast<clock::duration>(
-                  std::chrono::duration<double>(std::max(0.0, options.time_limit_seconds)));
-  Choice best = descend(problem, greedy.choice, deadline);
+                  std::chrono::duration<double>(std::clamp(options.time_limit_seconds, 0.0, 1e6)));
+  budget.work_limit = options.work_limit;
+  Choice best = descend(problem, greedy.choice, budget);
   double best_cost = dag_cost(problem, best);
   // The caller's starts, each completed with the greedy choice where it has none; a start whose
-  // reachable part is not a valid acyclic choice is skipped. Past the deadline a start is still
+  // reachable part is not a valid acyclic choice is skipped. Past the budget a start is still
   // priced, just not improved. The first of equal costs is kept.
   for (const Choice& hint : options.starts) {
     Choice from = greedy.choice;
     for (size_t c = 0; c < hint.size() && c < from.size(); ++c)
       if (hint[c] != kNoNode) from[c] = hint[c];
     if (!is_valid_choice(problem, from)) continue;
-    Choice found = descend(problem, std::move(from), deadline);
+    Choice found = descend(problem, std::move(from), budget);
     double cost = dag_cost(problem, found);
     if (cost < best_cost * (1 - 1e-12)) {
       best = std::move(found);
@@ -264,6 +299,7 @@ ExtractionResult extract_dag(const ExtractionProblem& problem, const DagOptions&
   }
   ExtractionResult result = make_result(problem, best);
   result.seconds = elapsed();
+  result.stop_reason = dag_stop_name(budget.stop);
   return result;
 }
 

@@ -150,6 +150,7 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
     egraph::write_serialized_egraph(extract::to_serialized(problem, ops), options.dump_path);
   }
   extract::DagOptions dag;
+  dag.work_limit = options.dag_work;
   dag.time_limit_seconds = options.dag_seconds;
   for (const NodeChoice& start : starts)
     dag.starts.push_back(start_choice(teg, problem, start, class_of, node_index));
@@ -166,8 +167,10 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
     case ExtractMethod::Ilp: {
       extract::IlpOptions ilp;
       ilp.time_limit_seconds = options.ilp_seconds;
-      ilp.warm_start = extract::extract_dag(problem, dag).choice;
+      extract::ExtractionResult warm = extract::extract_dag(problem, dag);
+      ilp.warm_start = warm.choice;
       result = extract::extract_ilp(problem, ilp);
+      result.stop_reason = warm.stop_reason;
       break;
     }
   }
@@ -180,6 +183,7 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
   out.cost_ms = result.dag_cost;
   out.bound_ms = result.bound;
   out.optimal = result.optimal;
+  out.stop_reason = result.stop_reason;
   out.classes = problem.num_classes();
   out.nodes = problem.num_nodes();
   auto chosen = std::make_shared<std::unordered_map<egraph::EClassId, egraph::NodeId>>();

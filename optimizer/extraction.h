@@ -10,6 +10,7 @@
 
 #include "cost/cost_model.h"
 #include "extract/choice.h"
+#include "extract/dag.h"
 #include "optimizer/tensor_egraph.h"
 
 namespace eqfuse::optimizer {
@@ -20,7 +21,10 @@ std::optional<ExtractMethod> parse_extract_method(std::string_view name);
 
 struct ExtractOptions {
   ExtractMethod method = ExtractMethod::Dag;
-  double dag_seconds = 1;   // the DAG-aware local search's budget
+  // The DAG-aware local search's budget: its own steps (extract/dag.h), so the output does not
+  // depend on the machine or its load, and a time limit as a safety net.
+  uint64_t dag_work = extract::DagOptions{}.work_limit;
+  double dag_seconds = extract::DagOptions{}.time_limit_seconds;
   double ilp_seconds = 10;  // the ILP's time limit
   // When set, the costed problem (milliseconds) is also written there as egraph-serialize JSON
   // (extract/problem.h), for `eqfuse extract` and other extractors to study.
@@ -51,6 +55,9 @@ struct Extraction {
   double cost_ms = 0;  // predicted DAG cost of the choice (shared e-nodes counted once)
   std::optional<double> bound_ms;
   bool optimal = false;
+  // The DAG-aware search's (the ILP's warm start's): "converged", "work limit" or "time limit";
+  // empty for greedy.
+  std::string stop_reason;
   double seconds = 0;
   size_t classes = 0, nodes = 0;  // of the problem
 };

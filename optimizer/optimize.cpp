@@ -149,12 +149,15 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
     report.stop_reason = "algebra off";
   }
   std::vector<NodeChoice> focus = {original_choice(teg)};
-  std::optional<EnodeCosts> costs;  // of `teg`, shared by its extractions
+  std::optional<EnodeCosts> costs;        // of `teg`, shared by its extractions
+  std::optional<std::string> first_stop;  // where the algebra's extraction hit a limit
   if (options.fusion && options.algebra) {
     // The best graph of the algebra alone: the sequential pipeline fuses it as it is; the joint
     // one fuses its e-classes first, among all their alternatives.
     costs.emplace(teg, model);
     Extraction first = extract(teg, model, options.extraction, {}, &*costs);
+    if (first.stop_reason != "converged" && !first.stop_reason.empty())
+      first_stop = first.stop_reason;
     if (options.sequential) {
       costs.reset();  // of the e-graph replaced below
       std::vector<egraph::NodeId> made_from;
@@ -197,6 +200,8 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
   // algebra's best in the joint pipeline): their fused forms are a switch or two away.
   if (!costs) costs.emplace(teg, model);
   report.extraction = extract(teg, model, options.extraction, focus, &*costs);
+  if (first_stop && report.extraction.stop_reason == "converged")
+    report.extraction.stop_reason = *first_stop + " (the algebra's extraction)";
   std::vector<egraph::NodeId> made_from;
   ir::Graph optimized = to_graph(teg, report.extraction.choice, &made_from);
   Provenance provenance = node_provenance(teg, optimized, made_from);

@@ -28,6 +28,7 @@ nlohmann::json report_json(const OptimizeReport& r) {
         {"bound_ms",
          r.extraction.bound_ms ? nlohmann::json(*r.extraction.bound_ms) : nlohmann::json()},
         {"optimal", r.extraction.optimal},
+        {"stop_reason", r.extraction.stop_reason},
         {"seconds", r.extraction.seconds}}},
       {"shape_specs_made_constant", r.shape_specs_made_constant},
       {"weights_folded", r.weights_folded},

@@ -23,6 +23,7 @@ struct ExtractArgs {
   std::string file;
   std::string method = "dag";
   double time_limit = 60;
+  uint64_t dag_work = extract::DagOptions{}.work_limit;
   bool json = false;
   bool progress = false;
   bool whole = false;
@@ -49,7 +50,8 @@ int run_extract(const ExtractArgs& args) {
       result = extract_greedy(sp.problem);
     } else if (args.method == "dag") {
       DagOptions options;
-      options.time_limit_seconds = std::min(args.time_limit, options.time_limit_seconds);
+      options.time_limit_seconds = args.time_limit;
+      options.work_limit = args.dag_work;
       result = extract_dag(sp.problem, options);
     } else if (args.method == "ilp") {
       IlpOptions options;
@@ -81,6 +83,7 @@ int run_extract(const ExtractArgs& args) {
                           {"seconds", result.seconds},
                           {"optimal", result.optimal},
                           {"bound", nullptr}};
+      if (!result.stop_reason.empty()) j["stop_reason"] = result.stop_reason;
       if (result.bound) j["bound"] = *result.bound;
       std::cout << j.dump(2) << "\n";
     } else {
@@ -89,6 +92,7 @@ int run_extract(const ExtractArgs& args) {
                 << "tree cost  " << result.tree_cost << "\n"
                 << "seconds    " << result.seconds << "\n"
                 << "optimal    " << (result.optimal ? "yes" : "no") << "\n";
+      if (!result.stop_reason.empty()) std::cout << "stop       " << result.stop_reason << "\n";
       if (result.bound) std::cout << "bound      " << *result.bound << "\n";
     }
     return 0;
@@ -105,8 +109,13 @@ RegisterCommand extract_command{
        app.add_option("file", args->file, "e-graph file (egraph-serialize JSON)")->required();
        app.add_option("--method", args->method, "greedy | dag | ilp")
            ->check(CLI::IsMember({"greedy", "dag", "ilp"}));
-       app.add_option("--time-limit", args->time_limit, "seconds (ILP; dag stops at <= 1 s)")
+       app.add_option("--time-limit", args->time_limit,
+                      "seconds (default 60); for dag a safety net behind --dag-work")
            ->check(CLI::Range(0.001, 1e6));
+       app.add_option("--dag-work", args->dag_work,
+                      fmt::format("dag: the search's budget in its own steps, so that its choice "
+                                  "does not depend on the machine (default {})",
+                                  args->dag_work));
        app.add_flag("--json", args->json, "one JSON object on stdout");
        app.add_flag("--progress", args->progress,
                     "ILP: a line on stderr when the best cost or the bound moves (the default "

@@ -1,8 +1,7 @@
 // `eqfuse optimize MODEL -o OUT.onnx [--device NAME|FILE] [--dim NAME=VALUE...] [--rules FILE...]
 // [--time-limit S] [--node-limit N] [--iter-limit N] [--extract dag|ilp|greedy] [--ilp-time S]
-// [--phases algebra,fusion] [--sequential] [--precision f32|f16|bf16] [--report FILE.json]
-// [--json] [--no-verify]
-// [--progress] [--explain]`: optimizes a model
+// [--dag-work N] [--phases algebra,fusion] [--sequential] [--precision f32|f16|bf16]
+// [--report FILE.json] [--json] [--no-verify] [--progress] [--explain]`: optimizes a model
 // (optimizer/optimize.h) and writes the result as ONNX. Prints a summary (kernels and predicted
 // ms before and after, stop reason, extraction, verification); --json puts the report on stdout
 // as one JSON object; --explain prints why each kernel and rewritten node is there (the rules
@@ -91,9 +90,14 @@ void print_summary(const optimizer::OptimizeReport& r, const std::string& out) {
   }
   std::string bound =
       r.extraction.bound_ms ? fmt::format(", bound {:.4f}", *r.extraction.bound_ms) : "";
-  std::cout << fmt::format("extraction: {}, cost {:.4f} ms{}{} ({:.2f} s)\n", r.extraction.method,
+  // A search cut short says which limit stopped it; only a time limit makes the output depend
+  // on the machine.
+  std::string stop = r.extraction.stop_reason.empty() || r.extraction.stop_reason == "converged"
+                         ? ""
+                         : ", stop: " + r.extraction.stop_reason;
+  std::cout << fmt::format("extraction: {}, cost {:.4f} ms{}{}{} ({:.2f} s)\n", r.extraction.method,
                            r.extraction.cost_ms, bound, r.extraction.optimal ? ", optimal" : "",
-                           r.extraction.seconds);
+                           stop, r.extraction.seconds);
   if (!r.top_rules.empty()) {
     std::cout << "rules applied most:";
     for (size_t i = 0; i < r.top_rules.size() && i < 5; ++i)
@@ -175,6 +179,12 @@ RegisterCommand optimize_command{
        app.add_option("--iter-limit", args->options.iterations, "saturation iteration limit")
            ->check(CLI::PositiveNumber);
        app.add_option("--extract", args->extract, "extraction: dag (default), ilp or greedy");
+       app.add_option(
+           "--dag-work", args->options.extraction.dag_work,
+           fmt::format("the DAG-aware extraction's budget in its own steps, so that the output "
+                       "does not depend on the machine or its load (default {}; a {} s time "
+                       "limit stays as a safety net)",
+                       args->options.extraction.dag_work, args->options.extraction.dag_seconds));
        app.add_option("--ilp-time", args->options.extraction.ilp_seconds,
                       "the ILP's time limit in seconds (default 10)")
            ->check(CLI::PositiveNumber);

@@ -63,9 +63,15 @@ TEST_CASE("the DAG-aware search keeps the best of the starts it is given", "[ext
     return ClassIndex(std::find(sp.class_ids.begin(), sp.class_ids.end(), id) -
                       sp.class_ids.begin());
   };
+  CHECK(extract_dag(sp.problem).stop_reason == "converged");
   DagOptions no_time;
   no_time.time_limit_seconds = 0;  // no search: each start is priced as it is
   CHECK(extract_dag(sp.problem, no_time).dag_cost == 14);  // the greedy start
+  CHECK(extract_dag(sp.problem, no_time).stop_reason == "time limit");
+  DagOptions no_work;
+  no_work.work_limit = 0;  // the same by the step count
+  CHECK(extract_dag(sp.problem, no_work).dag_cost == 14);
+  CHECK(extract_dag(sp.problem, no_work).stop_reason == "work limit");
   Choice shared(sp.problem.num_classes(), kNoNode);
   shared[cls("A")] = node("a1");
   shared[cls("B")] = node("b1");  // R and X: the greedy choice fills them

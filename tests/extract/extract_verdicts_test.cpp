@@ -1,12 +1,15 @@
 // Verdicts you can trust: the ILP reports the optimum it proved (integer costs whose LP bound is
 // fractional), negative costs are exact with the ILP and refused with a reason elsewhere, and the
-// DAG-aware heuristic keeps its time budget on an e-class with thousands of candidates.
+// DAG-aware heuristic keeps its time budget on an e-class with thousands of candidates and,
+// stopped by its work limit, chooses the same on every run.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <map>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "extract/dag.h"
 #include "extract/greedy.h"
@@ -80,6 +83,32 @@ egraph::SerializedEGraph big_class(int chain, int candidates, int users, int dep
     g.nodes.push_back(node(id + "s", c, 0.5, {m(height(rng))}));
     root.push_back(id + "p");
   }
+  g.nodes.push_back(node("r", "R", 0, root));
+  g.root_eclasses = {"R"};
+  return g;
+}
+
+// Layers of `width` e-classes, each with `alternatives` e-nodes of random cost whose children
+// are random e-classes of the layer below; the root needs the top layer. Bottom-up greedy
+// prices each term alone; sharing the layer below pays, move by move, so the DAG-aware search
+// improves on greedy over many moves.
+egraph::SerializedEGraph shared_layers(int layers, int width, int alternatives, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> price(1, 3);
+  std::uniform_int_distribution<int> below(0, width - 1);
+  egraph::SerializedEGraph g;
+  auto cls = [](int l, int i) { return "L" + std::to_string(l) + "_" + std::to_string(i); };
+  std::vector<std::string> root;
+  for (int l = 0; l < layers; ++l)
+    for (int i = 0; i < width; ++i)
+      for (int a = 0; a < alternatives; ++a) {
+        std::vector<std::string> children;
+        if (l > 0)
+          for (int k = 0; k < 2; ++k) children.push_back(cls(l - 1, below(rng)) + "_0");
+        std::string id = cls(l, i) + "_" + std::to_string(a);
+        g.nodes.push_back(node(id, cls(l, i), price(rng), children));
+        if (l == layers - 1 && a == 0) root.push_back(id);
+      }
   g.nodes.push_back(node("r", "R", 0, root));
   g.root_eclasses = {"R"};
   return g;
@@ -228,11 +257,45 @@ TEST_CASE("DAG-aware extraction keeps its budget on an e-class with 5000 candida
   auto dag = extract_dag(sp.problem, options);
   double wall = seconds_since(start);
   CHECK(wall < options.time_limit_seconds + 0.15);  // a loaded 2-core machine: 0.20 s
+  CHECK(dag.stop_reason == "time limit");
   auto v = test::validate_choice(g, test::to_choice_map(sp, dag));
   INFO(v.error);
   REQUIRE(v.ok);
   CHECK(v.dag_cost == Approx(dag.dag_cost).epsilon(1e-12));
   CHECK(dag.dag_cost <= extract_greedy(sp.problem).dag_cost);
+}
+
+TEST_CASE("DAG-aware extraction cut short by its work limit chooses the same on every run",
+          "[extract][dag]") {
+  // A search that improves over many moves, stopped long before it converges: by its own steps,
+  // not the clock, so the choice depends on the problem alone. A second run while another
+  // thread keeps a core busy takes longer and must stop at the same step.
+  auto g = shared_layers(40, 200, 3, 5);
+  auto sp = make_problem(g);
+  DagOptions options;
+  options.work_limit = 3'000'000;
+  auto first = extract_dag(sp.problem, options);
+  CHECK(first.stop_reason == "work limit");
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    volatile uint64_t x = 0;
+    while (!stop) x = x + 1;
+  });
+  auto second = extract_dag(sp.problem, options);
+  stop = true;
+  busy.join();
+  CHECK(second.stop_reason == "work limit");
+  CHECK(second.choice == first.choice);
+  CHECK(second.dag_cost == first.dag_cost);
+  CHECK(first.dag_cost < extract_greedy(sp.problem).dag_cost);  // it did search
+  options.work_limit = 10'000'000;
+  auto further = extract_dag(sp.problem, options);  // the same steps first, then more
+  CHECK(further.stop_reason == "work limit");
+  CHECK(further.dag_cost < first.dag_cost);
+  auto v = test::validate_choice(g, test::to_choice_map(sp, further));
+  INFO(v.error);
+  REQUIRE(v.ok);
+  CHECK(v.dag_cost == Approx(further.dag_cost).epsilon(1e-12));
 }
 
 TEST_CASE("ILP is exact with negative costs; greedy and dag refuse them", "[extract][ilp]") {

@@ -177,6 +177,14 @@ TEST_CASE("bad options and unproved rules get clear errors; limits are stop reas
   optimizer::OptimizeResult r = optimizer::optimize(g, one);
   CHECK(r.report.iterations <= 1);
   CHECK(r.report.verified == "passed");
+  CHECK(r.report.extraction.stop_reason == "converged");
+
+  // An extraction with no steps to spend keeps the best start as it is: a stop, not an error.
+  optimizer::OptimizeOptions no_search;
+  no_search.extraction.dag_work = 0;
+  optimizer::OptimizeResult unsearched = optimizer::optimize(g, no_search);
+  CHECK(unsearched.report.extraction.stop_reason.starts_with("work limit"));
+  CHECK(unsearched.report.verified == "passed");
 }
 
 TEST_CASE("the report explains each kernel by the rules behind its ops", "[optimizer][fast]") {

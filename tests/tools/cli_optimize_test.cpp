@@ -118,6 +118,19 @@ TEST_CASE("eqfuse optimize --dump-extraction: the problem eqfuse extract solves 
   INFO(describe(args, r));
   REQUIRE(r.code == 0);
   double cost_ms = nlohmann::json::parse(r.out)["extraction"]["cost_ms"].get<double>();
+  CHECK(nlohmann::json::parse(r.out)["extraction"]["stop_reason"] == "converged");
+  // The DAG-aware search with no steps to spend prices its start and says why it stopped.
+  std::vector<std::string> unsearched = {"extract",    dump, "--method", "dag",
+                                         "--dag-work", "0",  "--json"};
+  Result u = run_eqfuse(unsearched);
+  INFO(describe(unsearched, u));
+  REQUIRE(u.code == 0);
+  CHECK(nlohmann::json::parse(u.out)["stop_reason"] == "work limit");
+  std::vector<std::string> stopped = {"optimize", example("mlp"), "-o", out, "--dag-work", "0"};
+  Result s = run_eqfuse(stopped);
+  INFO(describe(stopped, s));
+  REQUIRE(s.code == 0);
+  CHECK(s.out.find(", stop: work limit") != std::string::npos);
   std::vector<std::string> again = {"extract", dump, "--method", "ilp", "--json"};
   Result e = run_eqfuse(again);
   INFO(describe(again, e));
