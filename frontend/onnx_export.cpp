@@ -140,7 +140,10 @@ void Exporter::add_weight(ValueId id) {
     kv->set_key(key);
     kv->set_value(value);
   };
-  add("location", rel.empty() ? ext.file.string() : rel.generic_string());
+  // Absent and outside the new model's folder (a structure-only model written elsewhere): ONNX
+  // allows no path that leaves the folder, so the file is named as beside the model, at the
+  // same offsets; the model stays structure-only until the file is copied there.
+  add("location", inside ? rel.generic_string() : ext.file.filename().generic_string());
   add("offset", std::to_string(ext.offset));
   if (ext.length) add("length", std::to_string(*ext.length));
 }

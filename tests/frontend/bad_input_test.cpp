@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "frontend/onnx_export.h"
 #include "frontend/onnx_import.h"
 #include "ir/interpreter.h"
 #include "support/error.h"
@@ -268,6 +269,16 @@ TEST_CASE("missing external weights import; reading them says which file", "[fro
   REQUIRE(w);
   CHECK(g.value(*w).external.has_value());
   CHECK(g.parameter_count() == 6);
+  // Written to another folder, the missing file is named as beside it (a location may not leave
+  // the folder), and the model imports there, still structure-only.
+  fs::path elsewhere = temp_dir("external_elsewhere");
+  fs::remove(elsewhere / "weights.bin");
+  frontend::export_onnx(g, elsewhere / "copy.onnx");
+  ir::Graph copy = frontend::import_onnx(elsewhere / "copy.onnx");
+  REQUIRE(copy.find_value("w"));
+  CHECK(copy.value(*copy.find_value("w")).external->file.filename() == "weights.bin");
+  CHECK(copy.value(*copy.find_value("w")).external->file.parent_path() ==
+        fs::absolute(elsewhere).lexically_normal());
   try {
     g.weight_data(*w);
     FAIL("missing weights were read");
