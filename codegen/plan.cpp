@@ -718,6 +718,7 @@ KernelPlan make_plan(const ir::Graph& input_graph, const PlanOptions& options) {
       Step s;
       s.name = input_graph.value(n.outputs[0]).name;
       s.label = n.op_type == ir::kKernelOp ? "Kernel" : n.op_type;
+      s.node = top;
       plan.steps.push_back(std::move(s));
     }
     return it->second;
@@ -1101,6 +1102,21 @@ void make_batch_dynamic(ir::Graph& graph, const std::string& name) {
                       "the batch",
                       graph.value(v).name, t.str()));
   }
+}
+
+std::vector<bool> nodes_stored_by_producers(const ir::Graph& graph, const PlanOptions& options) {
+  std::vector<bool> idle(graph.nodes().size(), false);
+  KernelPlan plan;
+  try {
+    plan = make_plan(graph, options);
+  } catch (const Error&) {
+    return idle;
+  }
+  for (const Step& step : plan.steps)
+    if (step.node != ir::kNoNode && !step.stages.empty())
+      idle[step.node] = std::all_of(step.stages.begin(), step.stages.end(),
+                                    [&](size_t i) { return plan.stages[i].written_by_producers; });
+  return idle;
 }
 
 std::vector<int64_t> output_dims(const KernelPlan& plan, size_t output,

@@ -99,6 +99,7 @@ struct Step {
   std::string name;   // its first output's name
   std::string label;  // "kernel pointwise", "Conv", ...
   std::vector<size_t> stages;
+  ir::NodeId node = ir::kNoNode;  // in the graph make_plan was given; kNoNode for a copy
 };
 
 enum class Storage { Input, Output, Weight, Arena };
@@ -237,6 +238,13 @@ struct KernelPlan {
 // other than f32/f64/integers/bool, unknown dims.
 // Error (BadInput) for a precision other than f32, f16 and bf16.
 KernelPlan make_plan(const ir::Graph& graph, const PlanOptions& options = {});
+
+// By node of `graph`: whether generated code runs it as nothing, every stage of its step a
+// Concat or layout copy that its producers store in place (Stage::written_by_producers). The
+// cost model prices such a node free and the optimizer does not count it as a launch. All false
+// where `graph` cannot be planned (an opaque op, say): then each node runs as itself.
+std::vector<bool> nodes_stored_by_producers(const ir::Graph& graph,
+                                            const PlanOptions& options = {});
 
 // Whether a weight's data can be read: in memory, or in an external file that exists (a
 // structure-only model's is absent: trees and benches seed such weights).

@@ -368,8 +368,16 @@ NodeCost CostModel::node_cost(const ir::Graph& graph, const ir::Node& node) cons
 
 GraphCost CostModel::graph_cost(const ir::Graph& graph) const {
   GraphCost total;
-  for (const ir::Node& node : graph.nodes()) {
-    NodeCost c = node_cost(graph, node);
+  codegen::PlanOptions as_generated;
+  as_generated.precision = options_.precision;
+  const std::vector<bool> idle = codegen::nodes_stored_by_producers(graph, as_generated);
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const ir::Node& node = graph.nodes()[i];
+    NodeCost c;
+    if (idle[i])
+      c.bound = Bound::Free;  // its producers store it in place: no kernel
+    else
+      c = node_cost(graph, node);
     total.seconds += c.seconds;
     total.nodes.push_back({node.name, node.op_type, c});
   }

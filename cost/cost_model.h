@@ -138,7 +138,8 @@ class CostModel {
   // A fused kernel described by its work alone: one launch plus the traffic of its own inputs
   // and outputs.
   NodeCost fused_kernel_cost(const FusedKernelWork& work) const;
-  // Every node of the graph, and the total.
+  // Every node of the graph, and the total. A Concat or layout copy that generated code has its
+  // producers store in place (codegen::nodes_stored_by_producers) is free, as it runs.
   GraphCost graph_cost(const ir::Graph& graph) const;
 
   // The roofline itself, for callers that already know FLOPs, bytes and peak. `wave` is the

@@ -31,6 +31,30 @@ std::optional<ExtractMethod> parse_extract_method(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// A Concat whose parts are made by nodes: codegen has their producers write their slices of its
+// buffer where they are loops of ours that nothing else reads, and the Concat does nothing
+// (codegen/plan.cpp, "Concat in place"). An e-node cannot see which e-nodes will make its parts,
+// nor who else will read them, so it is priced as written so, the common case of the models (a
+// CNN's branches), as a kernel's Concat of its own inputs is (cost/cost_model.cpp). A part that
+// is a model input or computed from weights alone is copied: priced as the copy.
+bool concat_in_place(const TensorEGraph& teg, egraph::NodeId n,
+                     const TensorAnalysis::OpView& view) {
+  if (view.app.node.op_type != "Concat") return false;
+  const egraph::EGraph& eg = *teg.egraph;
+  for (egraph::EClassId part : eg.children(n)) {
+    if (teg.data(part).constant) return false;
+    const auto nodes = eg.class_nodes(eg.find(part));
+    if (std::none_of(nodes.begin(), nodes.end(),
+                     [&](egraph::NodeId m) { return !eg.children(m).empty(); }))
+      return false;  // only leaves: a model input
+  }
+  return true;
+}
+
+}  // namespace
+
 double enode_seconds(const TensorEGraph& teg, const cost::CostModel& model, egraph::NodeId n) {
   const egraph::EGraph& eg = *teg.egraph;
   const TensorData& own = teg.data(eg.find(n));
@@ -43,6 +67,7 @@ double enode_seconds(const TensorEGraph& teg, const cost::CostModel& model, egra
   }
   std::optional<TensorAnalysis::OpView> view = teg.analysis->op_view(eg, n);
   if (!view) return 0;  // leaves, projections
+  if (concat_in_place(teg, n, *view)) return 0;
   // Computed from weights alone: folded at optimize time (optimizer/fold_weights.h).
   if (own.constant) {
     bool weight_only = foldable_op(*view->app.node.def);

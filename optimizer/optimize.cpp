@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 
+#include "codegen/plan.h"
 #include "cost/cost_model.h"
 #include "egraph/runner.h"
 #include "ir/constant_shape_specs.h"
@@ -114,9 +115,17 @@ void set_phases(OptimizeOptions& options, const std::vector<std::string>& phases
   }
 }
 
-size_t count_kernels(const ir::Graph& graph) {
+size_t count_launching_ops(const ir::Graph& graph) {
   size_t n = 0;
   for (const ir::Node& node : graph.nodes()) n += launches_work(node.op_type);
+  return n;
+}
+
+size_t count_kernels(const ir::Graph& graph) {
+  const std::vector<bool> idle = codegen::nodes_stored_by_producers(graph);
+  size_t n = 0;
+  for (size_t i = 0; i < graph.nodes().size(); ++i)
+    n += !idle[i] && launches_work(graph.nodes()[i].op_type);
   return n;
 }
 

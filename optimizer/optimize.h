@@ -58,7 +58,11 @@ struct OptimizeOptions {
 void set_phases(OptimizeOptions& options, const std::vector<std::string>& phases);
 
 // Kernels as a user counts launches: every node except Reshape, Flatten, Squeeze, Unsqueeze,
-// Identity, Dropout and Constant (a standalone Transpose counts; an opaque op counts as one).
+// Identity, Dropout and Constant (an opaque op counts as one), as a runtime that copies each
+// Concat and Transpose launches them (ONNX Runtime's graphs, counted beside ours).
+size_t count_launching_ops(const ir::Graph& graph);
+// count_launching_ops as eqfuse's generated code launches them: also without a Concat or
+// Transpose that its producers store in place (codegen::nodes_stored_by_producers).
 size_t count_kernels(const ir::Graph& graph);
 
 struct OptimizeReport {

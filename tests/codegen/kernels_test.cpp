@@ -195,10 +195,28 @@ TEST_CASE("a Concat's producers write their slices of it; the Concat stage does 
   size_t skipped = 0;
   for (const codegen::Stage& s : plan.stages) skipped += s.written_by_producers;
   CHECK(skipped == 1);
+  // By node of the graph, as the cost model and the launch count see it: cat runs as nothing.
+  std::vector<bool> idle = codegen::nodes_stored_by_producers(g);
+  REQUIRE(idle.size() == g.nodes().size());
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    INFO(g.nodes()[i].op_type);
+    CHECK(idle[i] == (g.nodes()[i].outputs[0] == cat));
+  }
   for (int64_t n : {1, 2, 5}) {
     CHECK_FALSE(codegen::check_buffer_plan(plan.arena, plan.lifetimes, {{"n", n}}).has_value());
     check_twin(g, {{n, 3, 6, 5}, {4, 3, 3, 3}, {2, 3, 1, 1}, {2, 6, 1, 1}});
   }
+  // A graph that cannot be planned (an opaque op): every node runs as itself.
+  GraphBuilder o;
+  ValueId y = o.input("y", DType::f32, {Dim(2), Dim(3)});
+  ValueId a = o.op("Relu", {y}), c = o.op("Neg", {y});
+  ValueId opaque = o.opaque("MyOp", {y}, {ir::TensorType(DType::f32, {Dim(2), Dim(3)})})[0];
+  o.output(o.op("Concat", {a, c}, {{"axis", int64_t{0}}}));
+  o.output(opaque);
+  ir::Graph unplanned = std::move(o).finish();
+  CHECK_THROWS_AS(codegen::make_plan(unplanned), Error);
+  CHECK(codegen::nodes_stored_by_producers(unplanned) ==
+        std::vector<bool>(unplanned.nodes().size(), false));
 }
 
 TEST_CASE("a layout copy's producer stores each element at its place in the copy") {

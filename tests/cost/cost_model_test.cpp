@@ -510,3 +510,29 @@ TEST_CASE("a graph's cost is the sum of its kernels", "[cost]") {
   CHECK(total.seconds == Approx(total.nodes[0].cost.seconds + total.nodes[1].cost.seconds));
   CHECK(total.ms() == Approx(total.seconds * 1e3));
 }
+
+TEST_CASE("a Concat that its parts' producers store in place costs nothing in a graph", "[cost]") {
+  CostModel model = model_for(test::published_figures()[1]);
+  auto concat_of = [](bool computed_parts) {
+    ir::GraphBuilder b;
+    ir::ValueId x = b.input("x", DType::f32, {ir::Dim(1), ir::Dim(64), ir::Dim(56), ir::Dim(56)});
+    ir::ValueId y = b.input("y", DType::f32, {ir::Dim(1), ir::Dim(64), ir::Dim(56), ir::Dim(56)});
+    ir::ValueId a = computed_parts ? b.op("Relu", {x}) : x;
+    ir::ValueId c = computed_parts ? b.op("Sigmoid", {y}) : y;
+    b.output(b.op("Neg", {b.op("Concat", {a, c}, {{"axis", int64_t{1}}})}));
+    return std::move(b).finish();
+  };
+  // Relu and Sigmoid write their halves of the Concat's buffer; the Concat does nothing.
+  cost::GraphCost in_place = model.graph_cost(concat_of(true));
+  REQUIRE(in_place.nodes.size() == 4);
+  CHECK(in_place.nodes[2].op == "Concat");
+  CHECK(in_place.nodes[2].cost.bound == Bound::Free);
+  CHECK(in_place.nodes[2].cost.seconds == 0);
+  CHECK(in_place.nodes[3].cost.seconds > 0);
+  // The model's inputs are copied into it: the Concat costs its bytes.
+  cost::GraphCost copied = model.graph_cost(concat_of(false));
+  REQUIRE(copied.nodes.size() == 2);
+  CHECK(copied.nodes[0].op == "Concat");
+  CHECK(copied.nodes[0].cost.seconds > 0);
+  CHECK(copied.nodes[0].cost.bound != Bound::Free);
+}
