@@ -351,6 +351,9 @@ class Writer {
           moved.erase(moved.begin() + long(slice->axis));
         at = std::move(moved);
         lin.reset();
+      } else if (n.op_type == "Concat" && lin) {
+        lin = concat_place(v, n, *lin);
+        at.reset();
       } else if (n.op_type == "Transpose" || n.op_type == "Concat") {
         if (!at) at = decompose_value(*lin, v);
         Index moved = *at;
@@ -366,11 +369,7 @@ class Writer {
         } else {
           int64_t axis = ir::make_context(g_, n).attr_int("axis");
           if (axis < 0) axis += int64_t(rank(out));
-          ir::SymInt offset = 0;
-          for (ValueId part : n.inputs) {
-            if (part == v) break;
-            if (part != ir::kNoValue) offset = offset + type(part).shape[size_t(axis)].sym();
-          }
+          const ir::SymInt offset = concat_offset(v, n, size_t(axis));
           const std::string o =
               offset.c_expr([&](const std::string& s) { return plan_.dim_ident(s); });
           moved[size_t(axis)] = iadd(moved[size_t(axis)], "(" + o + ")");
@@ -384,6 +383,42 @@ class Writer {
       v = out;
     }
     return v;
+  }
+  // The parts of Concat `n` before part `v` along its axis (how far v's slice starts in it).
+  ir::SymInt concat_offset(ValueId v, const ir::Node& n, size_t axis) const {
+    ir::SymInt offset = 0;
+    for (ValueId part : n.inputs) {
+      if (part == v) break;
+      if (part != ir::kNoValue) offset = offset + type(part).shape[axis].sym();
+    }
+    return offset;
+  }
+  // The linear index in Concat `n`'s output of element `lin` of its part `v`, kept linear: the
+  // slice starts `offset` rows of the dims after the axis in, and each index of the dims before
+  // the axis skips the other parts' elements. Where those dims are all 1 (a batch of one along
+  // channels) that is an addition, which keeps a row's stores contiguous and vectorized; split
+  // into coordinates and recombined, it cost a division and a modulo per element.
+  std::string concat_place(ValueId v, const ir::Node& n, const std::string& lin) const {
+    const ValueId out = n.outputs[0];
+    int64_t signed_axis = ir::make_context(g_, n).attr_int("axis");
+    if (signed_axis < 0) signed_axis += int64_t(rank(out));
+    const size_t axis = size_t(signed_axis);
+    const auto& part = type(v).shape;
+    const auto& whole = type(out).shape;
+    ir::SymInt inner = 1, outer = 1;
+    for (size_t k = axis + 1; k < rank(v); ++k) inner = inner * part[k].sym();
+    for (size_t k = 0; k < axis; ++k) outer = outer * part[k].sym();
+    auto c = [&](const ir::SymInt& x) {
+      return "(" + x.c_expr([&](const std::string& d) { return plan_.dim_ident(d); }) + ")";
+    };
+    const ir::SymInt start = concat_offset(v, n, axis) * inner;
+    std::string moved = start.constant() == 0 ? lin : iadd("(" + lin + ")", c(start));
+    if (outer.constant() != 1) {
+      const ir::SymInt skipped = (whole[axis].sym() - part[axis].sym()) * inner;
+      moved =
+          iadd(moved, imul("((" + lin + ") / " + c(part[axis].sym() * inner) + ")", c(skipped)));
+    }
+    return moved;
   }
   // The buffer a stage writing `v` names: the Concat's or layout copy's that keeps it.
   ValueId written_buffer(ValueId v) const { return plan_.holder(v); }
