@@ -1109,7 +1109,7 @@ std::vector<bool> nodes_stored_by_producers(const ir::Graph& graph, const PlanOp
   KernelPlan plan;
   try {
     plan = make_plan(graph, options);
-  } catch (const Error&) {
+  } catch (const std::exception&) {  // Error naming what cannot be planned, or a bug's throw
     return idle;
   }
   for (const Step& step : plan.steps)

@@ -276,9 +276,11 @@ ExtractionResult extract_dag(const ExtractionProblem& problem, const DagOptions&
       fail("no finite term for a root e-class (every term is cyclic)");
 
   Budget budget;
+  // NaN or negative: no time at all.
+  const double seconds =
+      options.time_limit_seconds >= 0 ? std::min(options.time_limit_seconds, 1e6) : 0;
   budget.deadline =
-      start + std::chrono::duration_cast<clock::duration>(
-                  std::chrono::duration<double>(std::clamp(options.time_limit_seconds, 0.0, 1e6)));
+      start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(seconds));
   budget.work_limit = options.work_limit;
   Choice best = descend(problem, greedy.choice, budget);
   double best_cost = dag_cost(problem, best);

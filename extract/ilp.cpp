@@ -582,15 +582,23 @@ SubProblem make_sub_problem(const ExtractionProblem& p, const Choice& incumbent,
   return sub;
 }
 
+// The DAG-aware search's choice as a warm start, within the ILP's time limit (its own budget is
+// counted in steps and could outlast a short limit).
+Choice dag_warm_start(const ExtractionProblem& problem, double seconds) {
+  DagOptions options;
+  options.time_limit_seconds = std::min(options.time_limit_seconds, std::max(0.0, seconds));
+  return extract_dag(problem, options).choice;
+}
+
 // A valid acyclic start for negative costs, which extract_dag refuses: its choice on the same
 // e-graph with the negative costs taken as 0.
-Choice clipped_warm_start(const ExtractionProblem& problem) {
+Choice clipped_warm_start(const ExtractionProblem& problem, double seconds) {
   ExtractionProblem clipped;
   for (ClassIndex c = 0; c < problem.num_classes(); ++c) clipped.add_class();
   for (NodeIndex n = 0; n < problem.num_nodes(); ++n)
     clipped.add_node(problem.node_class(n), std::max(0.0, problem.cost(n)), problem.children(n));
   for (ClassIndex r : problem.roots()) clipped.add_root(r);
-  return extract_dag(clipped).choice;  // same e-node indices
+  return dag_warm_start(clipped, seconds);  // same e-node indices
 }
 
 }  // namespace
@@ -743,7 +751,8 @@ ExtractionResult solve_whole(const ExtractionProblem& problem, const IlpOptions&
 
   Choice warm = options.warm_start;
   if (warm.empty())
-    warm = problem.min_cost() < 0 ? clipped_warm_start(problem) : extract_dag(problem).choice;
+    warm = problem.min_cost() < 0 ? clipped_warm_start(problem, options.time_limit_seconds)
+                                  : dag_warm_start(problem, options.time_limit_seconds);
   if (!is_valid_choice(problem, warm)) fail("ILP warm start is not a valid acyclic choice");
   ExtractionResult best = make_result(problem, warm);
 
@@ -901,7 +910,8 @@ ExtractionResult extract_ilp(const ExtractionProblem& problem, const IlpOptions&
                                     std::chrono::duration<double>(options.time_limit_seconds));
   auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
   IlpOptions whole = options;
-  if (whole.warm_start.empty()) whole.warm_start = extract_dag(problem).choice;
+  if (whole.warm_start.empty())
+    whole.warm_start = dag_warm_start(problem, options.time_limit_seconds);
   if (!is_valid_choice(problem, whole.warm_start))
     fail("ILP warm start is not a valid acyclic choice");
   const std::vector<ProblemPart> parts = split_at_separators(problem, kMinPartNodes);

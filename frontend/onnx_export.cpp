@@ -142,7 +142,17 @@ void Exporter::add_weight(ValueId id) {
   };
   // Absent and outside the new model's folder (a structure-only model written elsewhere): ONNX
   // allows no path that leaves the folder, so the file is named as beside the model, at the
-  // same offsets; the model stays structure-only until the file is copied there.
+  // same offsets; the model stays structure-only until the file is copied there. Never where
+  // another file of that name is: the model would read its bytes as these weights.
+  if (!inside) {
+    const fs::path beside = fs::absolute(model_dir_) / ext.file.filename();
+    if (fs::exists(beside))
+      throw Error(fmt::format("weight '{}': its file {} is absent, and the model written to {} "
+                              "would read {} in its place; write the model elsewhere or move "
+                              "that file",
+                              v.name, ext.file.string(), model_dir_.string(), beside.string()),
+                  Error::Kind::BadInput);
+  }
   add("location", inside ? rel.generic_string() : ext.file.filename().generic_string());
   add("offset", std::to_string(ext.offset));
   if (ext.length) add("length", std::to_string(*ext.length));

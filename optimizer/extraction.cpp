@@ -1,6 +1,8 @@
 #include "optimizer/extraction.h"
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 #include <unordered_map>
 
 #include "egraph/serialize.h"
@@ -8,6 +10,7 @@
 #include "extract/dag.h"
 #include "extract/greedy.h"
 #include "extract/ilp.h"
+#include "ir/kernel_body.h"
 #include "optimizer/fold_weights.h"
 #include "support/error.h"
 
@@ -33,22 +36,33 @@ std::optional<ExtractMethod> parse_extract_method(std::string_view name) {
 
 namespace {
 
-// A Concat whose parts are made by nodes: codegen has their producers write their slices of its
-// buffer where they are loops of ours that nothing else reads, and the Concat does nothing
-// (codegen/plan.cpp, "Concat in place"). An e-node cannot see which e-nodes will make its parts,
-// nor who else will read them, so it is priced as written so, the common case of the models (a
-// CNN's branches), as a kernel's Concat of its own inputs is (cost/cost_model.cpp). A part that
-// is a model input or computed from weights alone is copied: priced as the copy.
-bool concat_in_place(const TensorEGraph& teg, egraph::NodeId n,
-                     const TensorAnalysis::OpView& view) {
-  if (view.app.node.op_type != "Concat") return false;
+// A Concat whose parts are made by our own loops: codegen has their producers write their slices
+// of its buffer where each is a pointwise or convolution stage that nothing else reads (codegen/
+// plan.cpp, "Concat in place"), and the Concat does nothing. An e-node cannot see which e-nodes
+// will make its parts, nor who else will read them, so it is priced so where each part is a
+// distinct e-class that an elementwise op, a Conv or a kernel can make and that holds no leaf
+// (a model input, which the extraction could choose, is copied), the common case of the models
+// (a CNN's branches), as a kernel's Concat of its own inputs is (cost/cost_model.cpp). Else it
+// is priced as the copy it is.
+bool concat_in_place(const TensorEGraph& teg, egraph::NodeId n) {
   const egraph::EGraph& eg = *teg.egraph;
-  for (egraph::EClassId part : eg.children(n)) {
-    if (teg.data(part).constant) return false;
-    const auto nodes = eg.class_nodes(eg.find(part));
-    if (std::none_of(nodes.begin(), nodes.end(),
-                     [&](egraph::NodeId m) { return !eg.children(m).empty(); }))
-      return false;  // only leaves: a model input
+  std::set<egraph::EClassId> parts;
+  for (egraph::EClassId child : eg.children(n)) {
+    const egraph::EClassId part = eg.find(child);
+    if (!parts.insert(part).second || teg.data(part).constant) return false;
+    const auto nodes = eg.class_nodes(part);
+    if (std::any_of(nodes.begin(), nodes.end(),
+                    [&](egraph::NodeId m) { return eg.children(m).empty(); }))
+      return false;
+    const bool in_loops = std::any_of(nodes.begin(), nodes.end(), [&](egraph::NodeId m) {
+      const auto view = teg.analysis->op_view(eg, m);
+      if (!view) return false;
+      const ir::Node& op = view->app.node;
+      return op.op_type == "Conv" || op.op_type == ir::kKernelOp ||
+             op.def->fusion == ir::FusionClass::Elementwise ||
+             op.def->fusion == ir::FusionClass::Broadcast;
+    });
+    if (!in_loops) return false;
   }
   return true;
 }
@@ -67,7 +81,7 @@ double enode_seconds(const TensorEGraph& teg, const cost::CostModel& model, egra
   }
   std::optional<TensorAnalysis::OpView> view = teg.analysis->op_view(eg, n);
   if (!view) return 0;  // leaves, projections
-  if (concat_in_place(teg, n, *view)) return 0;
+  if (view->app.node.op_type == "Concat" && concat_in_place(teg, n)) return 0;
   // Computed from weights alone: folded at optimize time (optimizer/fold_weights.h).
   if (own.constant) {
     bool weight_only = foldable_op(*view->app.node.def);
@@ -195,7 +209,8 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
       extract::ExtractionResult warm = extract::extract_dag(problem, dag);
       ilp.warm_start = warm.choice;
       result = extract::extract_ilp(problem, ilp);
-      result.stop_reason = warm.stop_reason;
+      // Only a proof ends the ILP before its time limit.
+      result.stop_reason = result.optimal ? "optimal" : "time limit";
       break;
     }
   }

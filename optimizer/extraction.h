@@ -55,8 +55,8 @@ struct Extraction {
   double cost_ms = 0;  // predicted DAG cost of the choice (shared e-nodes counted once)
   std::optional<double> bound_ms;
   bool optimal = false;
-  // The DAG-aware search's (the ILP's warm start's): "converged", "work limit" or "time limit";
-  // empty for greedy.
+  // Why it stopped: the DAG-aware search "converged", or at its "work limit" or "time limit";
+  // the ILP "optimal" or at its "time limit"; empty for greedy.
   std::string stop_reason;
   double seconds = 0;
   size_t classes = 0, nodes = 0;  // of the problem

@@ -165,7 +165,7 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
     // one fuses its e-classes first, among all their alternatives.
     costs.emplace(teg, model);
     Extraction first = extract(teg, model, options.extraction, {}, &*costs);
-    if (first.stop_reason != "converged" && !first.stop_reason.empty())
+    if (first.stop_reason == "work limit" || first.stop_reason == "time limit")
       first_stop = first.stop_reason;
     if (options.sequential) {
       costs.reset();  // of the e-graph replaced below
@@ -209,7 +209,8 @@ OptimizeResult optimize(const ir::Graph& graph, const OptimizeOptions& options,
   // algebra's best in the joint pipeline): their fused forms are a switch or two away.
   if (!costs) costs.emplace(teg, model);
   report.extraction = extract(teg, model, options.extraction, focus, &*costs);
-  if (first_stop && report.extraction.stop_reason == "converged")
+  if (first_stop &&
+      (report.extraction.stop_reason == "converged" || report.extraction.stop_reason == "optimal"))
     report.extraction.stop_reason = *first_stop + " (the algebra's extraction)";
   std::vector<egraph::NodeId> made_from;
   ir::Graph optimized = to_graph(teg, report.extraction.choice, &made_from);

@@ -92,9 +92,8 @@ void print_summary(const optimizer::OptimizeReport& r, const std::string& out) {
       r.extraction.bound_ms ? fmt::format(", bound {:.4f}", *r.extraction.bound_ms) : "";
   // A search cut short says which limit stopped it; only a time limit makes the output depend
   // on the machine.
-  std::string stop = r.extraction.stop_reason.empty() || r.extraction.stop_reason == "converged"
-                         ? ""
-                         : ", stop: " + r.extraction.stop_reason;
+  const std::string& why = r.extraction.stop_reason;
+  std::string stop = why.empty() || why == "converged" || why == "optimal" ? "" : ", stop: " + why;
   std::cout << fmt::format("extraction: {}, cost {:.4f} ms{}{}{} ({:.2f} s)\n", r.extraction.method,
                            r.extraction.cost_ms, bound, r.extraction.optimal ? ", optimal" : "",
                            stop, r.extraction.seconds);

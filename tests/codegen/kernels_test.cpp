@@ -210,13 +210,33 @@ TEST_CASE("a Concat's producers write their slices of it; the Concat stage does 
   GraphBuilder o;
   ValueId y = o.input("y", DType::f32, {Dim(2), Dim(3)});
   ValueId a = o.op("Relu", {y}), c = o.op("Neg", {y});
-  ValueId opaque = o.opaque("MyOp", {y}, {ir::TensorType(DType::f32, {Dim(2), Dim(3)})})[0];
+  ValueId opaque = o.opaque("MyOp", {y}, {o.type(y)})[0];
   o.output(o.op("Concat", {a, c}, {{"axis", int64_t{0}}}));
   o.output(opaque);
   ir::Graph unplanned = std::move(o).finish();
   CHECK_THROWS_AS(codegen::make_plan(unplanned), Error);
   CHECK(codegen::nodes_stored_by_producers(unplanned) ==
         std::vector<bool>(unplanned.nodes().size(), false));
+}
+
+TEST_CASE("a Concat slice's linear place, along a middle axis and then transposed") {
+  // Parts stored in place by linear index skip the other parts' elements of each index before
+  // the axis (here n x 3 of them); the Concat then moves again through a Transpose its own
+  // producers store, and through a Reshape.
+  GraphBuilder b;
+  ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(3), Dim(4), Dim(5)});
+  ValueId y = b.input("y", DType::f32, {Dim::symbol("n"), Dim(3), Dim(2), Dim(5)});
+  ValueId cat = b.op("Concat", {b.op("Relu", {x}), b.op("Sigmoid", {y})}, {{"axis", int64_t{2}}});
+  ValueId moved = b.op("Transpose", {cat}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  ValueId last = b.op("Concat", {b.op("Tanh", {x}), b.op("Neg", {x})}, {{"axis", int64_t{-1}}});
+  b.output(b.op("Mul", {moved, moved}));
+  b.output(b.op("Exp", {last}));
+  ir::Graph g = std::move(b).finish();
+  codegen::KernelPlan plan = codegen::make_plan(g);
+  size_t skipped = 0;
+  for (const codegen::Stage& s : plan.stages) skipped += s.written_by_producers;
+  CHECK(skipped >= 2);  // both Concats
+  for (int64_t n : {1, 2, 3}) check_twin(g, {{n, 3, 4, 5}, {n, 3, 2, 5}});
 }
 
 TEST_CASE("a layout copy's producer stores each element at its place in the copy") {

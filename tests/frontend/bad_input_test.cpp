@@ -279,6 +279,16 @@ TEST_CASE("missing external weights import; reading them says which file", "[fro
   CHECK(copy.value(*copy.find_value("w")).external->file.filename() == "weights.bin");
   CHECK(copy.value(*copy.find_value("w")).external->file.parent_path() ==
         fs::absolute(elsewhere).lexically_normal());
+  // Where another file of that name is, it would be read as the weights: refused, naming both.
+  fs::path taken = temp_dir("external_taken");
+  write_file(taken / "weights.bin", std::string(24, 'x'));
+  try {
+    frontend::export_onnx(g, taken / "copy.onnx");
+    FAIL("a model naming another file's bytes as its weights was written");
+  } catch (const Error& e) {
+    CHECK(says(e, "weights.bin"));
+    CHECK(says(e, "absent"));
+  }
   try {
     g.weight_data(*w);
     FAIL("missing weights were read");
