@@ -206,8 +206,7 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
     case ExtractMethod::Ilp: {
       extract::IlpOptions ilp;
       ilp.time_limit_seconds = options.ilp_seconds;
-      extract::ExtractionResult warm = extract::extract_dag(problem, dag);
-      ilp.warm_start = warm.choice;
+      ilp.warm_start = extract::extract_dag(problem, dag).choice;
       result = extract::extract_ilp(problem, ilp);
       // Only a proof ends the ILP before its time limit.
       result.stop_reason = result.optimal ? "optimal" : "time limit";
