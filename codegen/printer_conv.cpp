@@ -361,12 +361,12 @@ std::string Writer::body_conv_tiles(const Stage& s) {
     open("else");
     reduction(false);
     close();
-    // Each channel's elements stored (and their epilogue computed) by a loop, not unrolled.
+    // Each channel's elements stored (and their epilogue computed) by a loop, not unrolled, read
+    // from a copy of its vector (see lane_of).
     for (int64_t k = 0; k < mb; ++k)
       for (int64_t v = 0; v < nv; ++v) {
         std::string u = fresh("u"), e = fresh("e");
-        line(fmt::format("{} {}[{}];", ct, e, lanes));  // see body_matmul_rows
-        line(fmt::format("memcpy({}, &{}, sizeof(vec));", e, acc(k, v)));
+        line(fmt::format("const vec {} = {};", e, acc(k, v)));
         open_vector_store(u, v * lanes, lanes, "qb");
         const std::string q = fmt::format("(q0 + {})", iadd(std::to_string(v * lanes), u));
         Index at = {r[0], iadd("m0", std::to_string(k)), oh, q};
@@ -778,16 +778,19 @@ std::string Writer::body_conv_channels(const Stage& s) {
       }
       close();
       close();
-      // Each pixel's channels stored (and their epilogue computed) by a loop, not unrolled.
+      // Each pixel's channels stored (and their epilogue computed) by a loop, not unrolled, read
+      // from copies of its vectors (lane_of).
       for (int64_t j = 0; j < size; ++j) {
         const std::string e = fresh("e"), u = fresh("u");
-        line(fmt::format("float {}[{}];", e, kWeightBlock));
-        for (int64_t v = 0; v < nv; ++v)
-          line(fmt::format("memcpy({} + {}, &a{}_{}, sizeof(vec));", e, v * lanes, j, v));
+        std::vector<std::string> parts;
+        for (int64_t v = 0; v < nv; ++v) {
+          parts.push_back(fmt::format("{}_{}", e, v));
+          line(fmt::format("const vec {} = a{}_{};", parts.back(), j, v));
+        }
         open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, B, u));
         const std::string q = first < 0 ? fmt::format("(q0 + {})", j) : std::to_string(first + j);
         Index at = {r[0], fmt::format("(m0 + {})", u), oh, q};
-        store_output(out, linear(out, at), at, fmt::format("{}[{}]", e, u));
+        store_output(out, linear(out, at), at, lane_of(parts, lanes, u));
         close();
       }
     };

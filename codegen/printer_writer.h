@@ -810,6 +810,19 @@ class Writer {
       if (d.is_static()) n = n * d.value() % 4;
     return n % 4 == 0;
   }
+  // Element `u` (a run-time index) of the vectors `parts` of `lanes` elements each, taken as one
+  // row: the store loops of the twin's register tiles read their sums so, from copies of the
+  // accumulators. Copying the accumulators into an array with memcpy instead made GCC keep them in
+  // memory for the whole reduction under AVX2 (a load and a store beside every multiply-add).
+  static std::string lane_of(const std::vector<std::string>& parts, int lanes,
+                             const std::string& u) {
+    std::string out = fmt::format("{}[{} - {}]", parts.back(), u, (parts.size() - 1) * lanes);
+    for (size_t v = parts.size() - 1; v-- > 0;)
+      out = fmt::format("({} < {} ? {}[{}] : {})", u, (v + 1) * lanes, parts[v],
+                        v == 0 ? u : fmt::format("{} - {}", u, v * lanes), out);
+    if (parts.size() == 1) out = fmt::format("{}[{}]", parts[0], u);
+    return out;
+  }
   // Opens the loop over the elements u of a register tile's vector that lie before `bound`: the
   // `lanes` from `first`, or fewer. Its count is computed first, since a loop with two exits
   // stays scalar (and a merged epilogue's math in it with it), and is never negative, where GCC
