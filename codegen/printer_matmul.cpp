@@ -70,10 +70,13 @@ std::string Writer::body_matmul_element(const Stage& s) {
 }
 
 // The CPU form. Where B's rows are contiguous, one item per block of `mb` output rows (rows of
-// the whole batch where B is one matrix) and kColumnChunk columns, in register tiles: 2 to 4
-// vectors of columns at a time, their sums in registers (named variables of the compilers'
-// vector extension) over all of K, so each load of B feeds mb multiply-adds. A block past the
-// last whole one (rows not a multiple of mb, or a run-time count) takes its rows one at a time.
+// the whole batch where B is one matrix) and kColumnChunk columns, in register tiles of rows by
+// 2 to 4 vectors of columns, their sums in registers (named variables of the compilers' vector
+// extension) over all of K, so each load of B feeds a multiply-add per row of the tile: 4 rows by
+// 4 vectors under AVX-512 (16 of its 32 registers), 6 rows by 2 vectors elsewhere (12 of 16;
+// 4 rows by 2 left the loads of B and A as many as the multiply-adds, measured 1.5x slower under
+// AVX2). A block past the last whole one (rows not a multiple of mb, or a run-time count) takes
+// its rows in those tiles while whole ones fit, then one at a time.
 // Where B is transposed (Gemm transB), one item per block of rows and kDotChunk columns, in tiles
 // of dot products along K (dot_tile); where A is transposed too, one item per kDotChunk columns of
 // a row, a dot product per column. Where the plan holds B in panels (Stage::weight_blocks, B^T's
@@ -109,10 +112,18 @@ std::string Writer::body_matmul_rows(const Stage& s) {
   std::string R = dim(out, ro - 2);  // rows of one matrix of the output
   if (flat)
     for (size_t k = 0; k + 2 < ro; ++k) R = imul(R, lead[k]);
-  // Rows per block: two vectors of sums per row, kTileAccumulators in all; fewer where the
-  // matrix has fewer rows.
-  int64_t mb = b_rows || dots ? kTileAccumulators / 2 : 1;
-  while (mb > 1 && row_dim.is_static() && row_dim.value() < mb) mb /= 2;
+  // Rows per block: whole tiles of both targets' rows (kMatmulBlockRows; dot tiles: 4); fewer
+  // where the matrix has fewer rows.
+  int64_t mb = dots ? kTileAccumulators / 2 : b_rows ? kMatmulBlockRows : 1;
+  if (row_dim.is_static() && row_dim.value() < mb) {
+    const int64_t most = mb;
+    mb = 1;
+    for (int64_t fewer : {6, 4, 2})
+      if (fewer < most && fewer <= row_dim.value()) {
+        mb = fewer;
+        break;
+      }
+  }
   const bool ragged = mb > 1 && !(row_dim.is_static() && row_dim.value() % mb == 0);
   const std::string blocks = mb > 1 ? fmt::format("(({} + {}) / {})", R, mb - 1, mb) : R;
   std::vector<std::string> rdims{blocks};
@@ -349,15 +360,28 @@ std::string Writer::body_matmul_rows(const Stage& s) {
       else
         tile(lanes, accumulators, tm, first);
     };
+    // The register tile's rows on this target (see above).
+    const int64_t tm =
+        dots ? mb : std::min<int64_t>(mb, accumulators >= kTileAccumulatorsAvx512 ? 4 : 6);
+    auto whole_block = [&] {
+      for (int64_t first = 0; first < mb; first += tm)
+        print(std::min(tm, mb - first), std::to_string(first));
+    };
     if (!ragged) {
-      print(mb, "0");
+      whole_block();
       return;
     }
     open(fmt::format("if (mr == {})", mb));
-    print(mb, "0");
+    whole_block();
     close();
     open("else");
-    open("for (int64_t mq = 0; mq < mr; ++mq)");
+    line("int64_t mq = 0;");
+    if (tm > 1) {
+      open(fmt::format("for (; mq + {} <= mr; mq += {})", tm, tm));
+      print(tm, "mq");
+      close();
+    }
+    open("for (; mq < mr; ++mq)");
     print(1, "mq");
     close();
     close();

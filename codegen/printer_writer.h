@@ -113,6 +113,9 @@ inline std::string iadd(const std::string& a, const std::string& b) {
 // vector extension, as wide as the target's registers (vector_variants).
 inline constexpr int kTileAccumulators = 8;  // vector accumulators per tile (of 16 registers)
 inline constexpr int kTileAccumulatorsAvx512 = 16;  // the same of AVX-512's 32 registers
+// Rows per item of a twin matrix product whose B's rows are contiguous (body_matmul_rows): whole
+// register tiles of 4 rows (AVX-512) and of 6 (AVX2, SSE).
+inline constexpr int64_t kMatmulBlockRows = 12;
 // A twin convolution shares its weights across several vectors of a row where each output sums
 // at least this many products (body_conv_tiles).
 inline constexpr int64_t kSharedReduction = 64;
