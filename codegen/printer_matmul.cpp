@@ -74,9 +74,10 @@ std::string Writer::body_matmul_element(const Stage& s) {
 // 2 to 4 vectors of columns, their sums in registers (named variables of the compilers' vector
 // extension) over all of K, so each load of B feeds a multiply-add per row of the tile: 4 rows by
 // 4 vectors under AVX-512 (16 of its 32 registers), 6 rows by 2 vectors elsewhere (12 of 16;
-// 4 rows by 2 left the loads of B and A as many as the multiply-adds, measured 1.5x slower under
+// 4 rows by 2 left the loads of B and A as many as the multiply-adds, measured 1.3x slower under
 // AVX2). A block past the last whole one (rows not a multiple of mb, or a run-time count) takes
-// its rows in those tiles while whole ones fit, then one at a time.
+// its rows in those tiles while whole ones fit, then a tile of 4 and one of 2 where they fit,
+// then one at a time.
 // Where B is transposed (Gemm transB), one item per block of rows and kDotChunk columns, in tiles
 // of dot products along K (dot_tile); where A is transposed too, one item per kDotChunk columns of
 // a row, a dot product per column. Where the plan holds B in panels (Stage::weight_blocks, B^T's
@@ -376,11 +377,20 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     close();
     open("else");
     line("int64_t mq = 0;");
-    if (tm > 1) {
+    if (tm < mb) {
       open(fmt::format("for (; mq + {} <= mr; mq += {})", tm, tm));
       print(tm, "mq");
       close();
     }
+    // Fewer than tm rows left: a tile of 4 and one of 2 where they fit (each at most once), so
+    // that 64 rows in blocks of 12 do not end in four single rows.
+    for (int64_t fewer : {4, 2})
+      if (fewer < tm) {
+        open(fmt::format("if (mq + {} <= mr)", fewer));
+        print(fewer, "mq");
+        line(fmt::format("mq += {};", fewer));
+        close();
+      }
     open("for (; mq < mr; ++mq)");
     print(1, "mq");
     close();

@@ -206,7 +206,8 @@ Extraction extract(const TensorEGraph& teg, const cost::CostModel& model,
     case ExtractMethod::Ilp: {
       extract::IlpOptions ilp;
       ilp.time_limit_seconds = options.ilp_seconds;
-      // The warm start is part of the ILP's time: a short --ilp-time bounds it too.
+      // A short --ilp-time bounds the warm start's search too (the ILP's own clock starts after
+      // it, so the two take at most twice the limit).
       dag.time_limit_seconds = std::min(dag.time_limit_seconds, std::max(0.0, options.ilp_seconds));
       ilp.warm_start = extract::extract_dag(problem, dag).choice;
       result = extract::extract_ilp(problem, ilp);

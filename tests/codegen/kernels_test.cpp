@@ -1713,12 +1713,13 @@ TEST_CASE("CUDA convolutions through cuDNN: bias, epilogues in place, groups, 16
   }
 }
 
-TEST_CASE("matrix product tiles: row blocks of 4 and 2, ragged rows, column chunks, Gemm") {
-  // Rows 8 and 2 are whole blocks of 4 and 2; 6, 5, 17 and 3 end in a block of fewer rows (also
-  // a static batch of 2 x m rows against one matrix),
-  // which the twin takes a row at a time. 37 columns are whole tiles and an edge tile at either
+TEST_CASE("matrix product tiles: row blocks of 12, 6, 4 and 2, ragged rows, column chunks, Gemm") {
+  // Rows 12, 6, 4 and 2 are whole blocks (12: tiles of 6 rows, or of 4 under AVX-512); 8, 5, 17,
+  // 23 and 3 end in a block of fewer rows (also a static batch of 2 x m rows against one matrix),
+  // which the twin takes in tiles of 6 (or 4), then of 4 and 2, then a row at a time (23: 12,
+  // then 6 + 4 + 1, or 4 + 4 + 2 + 1). 37 columns are whole tiles and an edge tile at either
   // vector width; 300 are two items of 256 columns, the second of 44.
-  for (int64_t m : {8, 6, 5, 17, 3, 2}) {
+  for (int64_t m : {12, 8, 6, 5, 4, 17, 23, 3, 2}) {
     GraphBuilder b;
     ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim(m), Dim(11)});
     ValueId w = b.input("w", DType::f32, {Dim(11), Dim(37)});
@@ -1741,7 +1742,8 @@ TEST_CASE("matrix product tiles: row blocks of 4 and 2, ragged rows, column chun
                  {{2, m, 11}, {11, 37}, {2, 37, 3}, {m, 11}, {11, m}, {37}, {11, 300}, {2, m, 11}});
     });
   }
-  // Rows known only at run time: blocks of 4, the last of what remains.
+  // Rows known only at run time: blocks of 12, the last of what remains (9: a tile of 6, or of
+  // 4 and 4, then one row; 23: 11 left after the first block).
   GraphBuilder b;
   ValueId x = b.input("x", DType::f32, {Dim::symbol("n"), Dim::symbol("m"), Dim(11)});
   ValueId y = b.input("y", DType::f32, {Dim::symbol("n"), Dim(11), Dim(70)});
@@ -1750,14 +1752,15 @@ TEST_CASE("matrix product tiles: row blocks of 4 and 2, ragged rows, column chun
   b.output(kernel(b, "(Add (MatMul ?0 ?1) ?2)", {x, w, bias}));
   b.output(b.op("Relu", {b.op("MatMul", {x, y})}));
   ir::Graph g = std::move(b).finish();
-  for (int64_t m : {1, 3, 9})
+  for (int64_t m : {1, 3, 9, 23})
     for_each_vector_width([&] { check_twin(g, {{3, m, 11}, {3, 11, 70}, {11, 300}, {3, m, 1}}); });
 }
 
 TEST_CASE("products over weights read B in panels of 64 columns, zero past the last column") {
   // B of 70 columns is two panels, the second of 6; 300 is five, the last of 44; 3 columns are
-  // one panel, mostly zeros. A Gemm's transB weight is held as B^T's panels. Rows 1, 5 and 8:
-  // a block of 4 and a ragged one, at every vector width, through the twin's tiles and CBLAS.
+  // one panel, mostly zeros. A Gemm's transB weight is held as B^T's panels. Rows 1, 5 and 8
+  // at run time: a ragged block of 12 each (8: a tile of 6 and one of 2, or two of 4), at every
+  // vector width, through the twin's tiles and CBLAS.
   GraphBuilder b;
   const Dim n = Dim::symbol("n");
   ValueId x = b.input("x", DType::f32, {n, Dim(5), Dim(13)});
@@ -1836,7 +1839,7 @@ TEST_CASE("products over weights read B in panels of 64 columns, zero past the l
 TEST_CASE("products with B transposed: tiles of dot products, K tails, ragged rows, f64") {
   // K of 13, 37 and 131: dot products that are all tail, one or two vectors and a tail, eight
   // and a tail at every vector width; 70 columns are an item of 64 and one of 6, whose last
-  // tile of columns is partial. Rows 6 and 9 end in a block of fewer than 4.
+  // tile of columns is partial. Rows 6 and 9 end in a block of fewer than 4 (a tile of 2; a row).
   for (int64_t m : {1, 3, 6, 9})
     for (int64_t k : {13, 37, 131}) {
       INFO("rows " << m << ", K " << k);
