@@ -362,7 +362,7 @@ std::string Writer::body_conv_tiles(const Stage& s) {
     reduction(false);
     close();
     // Each channel's elements stored (and their epilogue computed) by a loop, not unrolled, read
-    // from a copy of its vector (see lane_of).
+    // from a copy of its vector (lane_of).
     for (int64_t k = 0; k < mb; ++k)
       for (int64_t v = 0; v < nv; ++v) {
         std::string u = fresh("u"), e = fresh("e");
@@ -374,7 +374,7 @@ std::string Writer::body_conv_tiles(const Stage& s) {
         if (flat)
           at = {at[0], at[1], fmt::format("({} / {})", q, dim(out, 3)),
                 fmt::format("({} % {})", q, dim(out, 3))};
-        store_output(out, lin, at, fmt::format("{}[{}]", e, u));
+        store_output(out, lin, at, lane_of({e}, lanes, u));
         close();
       }
   };

@@ -819,11 +819,13 @@ class Writer {
   // memory for the whole reduction under AVX2 (a load and a store beside every multiply-add).
   static std::string lane_of(const std::vector<std::string>& parts, int lanes,
                              const std::string& u) {
-    std::string out = fmt::format("{}[{} - {}]", parts.back(), u, (parts.size() - 1) * lanes);
+    auto element = [&](size_t v) {
+      return v == 0 ? fmt::format("{}[{}]", parts[0], u)
+                    : fmt::format("{}[{} - {}]", parts[v], u, v * size_t(lanes));
+    };
+    std::string out = element(parts.size() - 1);
     for (size_t v = parts.size() - 1; v-- > 0;)
-      out = fmt::format("({} < {} ? {}[{}] : {})", u, (v + 1) * lanes, parts[v],
-                        v == 0 ? u : fmt::format("{} - {}", u, v * lanes), out);
-    if (parts.size() == 1) out = fmt::format("{}[{}]", parts[0], u);
+      out = fmt::format("({} < {} ? {} : {})", u, (v + 1) * size_t(lanes), element(v), out);
     return out;
   }
   // Opens the loop over the elements u of a register tile's vector that lie before `bound`: the
