@@ -113,9 +113,11 @@ std::string Writer::body_matmul_rows(const Stage& s) {
   std::string R = dim(out, ro - 2);  // rows of one matrix of the output
   if (flat)
     for (size_t k = 0; k + 2 < ro; ++k) R = imul(R, lead[k]);
-  // Rows per block: whole tiles of both targets' rows (kMatmulBlockRows; dot tiles: 4); fewer
-  // where the matrix has fewer rows.
+  // Rows per block: whole tiles of both targets' rows (kMatmulBlockRows; dot tiles: 4); 4 where
+  // the matrix has fewer than kMatmulFewRows (items of 12 rows split 64 rows 36 to 28 over two
+  // threads); fewer where it has fewer rows still.
   int64_t mb = dots ? kTileAccumulators / 2 : b_rows ? kMatmulBlockRows : 1;
+  if (b_rows && !dots && row_dim.is_static() && row_dim.value() < kMatmulFewRows) mb = 4;
   if (row_dim.is_static() && row_dim.value() < mb) {
     const int64_t most = mb;
     mb = 1;
