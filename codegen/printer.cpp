@@ -211,9 +211,71 @@ std::string Writer::reshape(ValueId in, ValueId out, const Index& idx) {
     for (size_t k = 0; k < ka.size(); ++k) in_idx[ka[k]] = idx[kb[k]];
     return elem(in, in_idx);
   }
-  std::string lin = fresh("l");
-  line(fmt::format("const int64_t {} = {};", lin, linear(out, idx)));
-  return elem(in, decompose_value(lin, in));
+  // Else, from the last axes: runs of output axes and of input axes of the same size (static
+  // sizes whose products meet, an axis the same on both sides, size-1 axes on their own) map
+  // through their own small linear index, so that a split or merge of heads costs no division
+  // by the other axes; the axes before the first run that does not meet, through one linear index
+  // as a whole. Both hold because idx is an element of `out`: each run's coordinates are in range.
+  std::vector<std::string> all_b;
+  for (size_t k = 0; k < b.size(); ++k) all_b.push_back(dim(out, k));
+  auto linear_of = [&](size_t j0, size_t j1) {  // output axes [j0, j1) as one index
+    std::string lin = "0";
+    for (size_t k = j0; k < j1; ++k)
+      lin = iadd(imul(lin.size() > 1 && lin != "0" ? "(" + lin + ")" : lin, all_b[k]), idx[k]);
+    return lin;
+  };
+  // Input axes [i0, i1) from the index `lin` of their run.
+  auto place = [&](size_t i0, size_t i1, const std::string& lin) {
+    if (i1 == i0) return;
+    if (i1 - i0 == 1) {
+      in_idx[i0] = lin;
+      return;
+    }
+    std::vector<std::string> dims;
+    std::vector<bool> one;
+    for (size_t k = i0; k < i1; ++k) {
+      dims.push_back(dim(in, k));
+      one.push_back(dim_is_one(in, k));
+    }
+    std::string l = fresh("l");
+    line(fmt::format("const int64_t {} = {};", l, lin));
+    Index part = decompose(l, dims, one);
+    for (size_t k = i0; k < i1; ++k) in_idx[k] = part[k - i0];
+  };
+  auto is_one = [](const ir::Dim& d) { return d.is_static() && d.value() == 1; };
+  size_t i = a.size(), j = b.size();
+  while (i > 0 && j > 0) {
+    if (is_one(a[i - 1])) {
+      --i;
+      continue;
+    }
+    if (is_one(b[j - 1])) {
+      --j;
+      continue;
+    }
+    if (a[i - 1] == b[j - 1]) {
+      in_idx[i - 1] = idx[j - 1];
+      --i, --j;
+      continue;
+    }
+    if (!a[i - 1].is_static() || !b[j - 1].is_static()) break;
+    size_t i0 = i - 1, j0 = j - 1;
+    int64_t pa = a[i0].value(), pb = b[j0].value();
+    while (pa != pb) {
+      if (pa < pb && i0 > 0 && a[i0 - 1].is_static())
+        pa *= a[--i0].value();
+      else if (pb < pa && j0 > 0 && b[j0 - 1].is_static())
+        pb *= b[--j0].value();
+      else
+        break;
+    }
+    if (pa != pb) break;
+    place(i0, i, linear_of(j0, j));
+    i = i0, j = j0;
+  }
+  if (j > 0)
+    place(0, i, linear_of(0, j));  // the rest of the input's axes (none: sizes of 1, all "0")
+  return elem(in, in_idx);
 }
 
 std::string Writer::slice(const ir::Node& n, const Index& idx) {

@@ -9,11 +9,11 @@ namespace eqfuse::codegen::detail {
 // scores for the block are computed and put through the pointwise work between Q·K and the
 // Softmax, and folded into the row's running maximum m, sum l and row of sums acc, rescaling
 // what came before by exp(m_old - m_new): FlashAttention's online softmax.
-// On the CPU an item is 32 rows and a block 64 keys; a row's scores for the block, and its
-// sums along V's row (padded to whole vectors), are vectors held in registers (vector_variants)
-// while the depth, or the block's keys, go by. On CUDA an item is a thread block of 8 warps, a warp
-// per row; the block's threads load a block of 32 keys' K and V into shared memory together, a
-// lane's score is its key's, and the lanes share out V's row.
+// On the CPU an item is 32 rows and a block 64 keys; rows go in groups of kAttentionRows, whose
+// scores for the block, and sums along V's row (padded to whole vectors), are vectors held in
+// registers (vector_variants) while the depth, or the block's keys, go by. On CUDA an item is a
+// thread block of 8 warps, a warp per row; the block's threads load a block of 32 keys' K and V
+// into shared memory together, a lane's score is its key's, and the lanes share out V's row.
 std::string Writer::body_attention(const Stage& s) {
   const ir::Node& pv = g_.node(s.node);
   const ir::Node& qk = g_.node(s.attention->scores);
@@ -73,14 +73,19 @@ std::string Writer::body_attention(const Stage& s) {
                      rows, r0, tile_rows));
     line(fmt::format("float {}[{}][{}], {}[{}], {}[{}], {}[{}][{}];", qt, tile_rows, depth, m,
                      tile_rows, l, tile_rows, acc, tile_rows, wp));
-    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", row, row, nr, row));
+    // Every row of the tile is set, past the item's last too (zeros), since rows go in groups.
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", row, row, tile_rows, row));
     line(fmt::format("{}[{}] = -INFINITY;", m, row));
     line(fmt::format("{}[{}] = 0;", l, row));
     line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] = 0;", d, d, wp, d, acc, row,
                      d));
+    open(fmt::format("if ({} < {})", row, nr));
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, depth, d));
     line(fmt::format("{}[{}][{}] = {};", qt, row, d, load(q, "(" + r0 + " + " + row + ")", d)));
     close();
+    close();
+    line(fmt::format("else for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] = 0;", d, d, depth, d, qt,
+                     row, d));
     close();
     open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", j0, j0, keys, j0, block));
     line(fmt::format("const int64_t {} = {} - {} < {} ? {} - {} : {};", nb, keys, j0, block, keys,
@@ -103,71 +108,101 @@ std::string Writer::body_attention(const Stage& s) {
     line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}][{}] = 0;", d, d, depth, d, kt, d,
                      jj));
     close();
-    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", row, row, nr, row));
-    line(fmt::format("float {}[{}];", sc, block));
-    // The row's scores for the block: its vectors of sums in registers over the depth.
-    vector_variants("float", [&](int lanes, int) {
-      const int64_t nv = block / lanes;
-      for (int64_t u = 0; u < nv; ++u) line(fmt::format("vec s{} = (vec){{}};", u));
+    // Rows in groups of kAttentionRows, so that each load of K's and V's tiles feeds a
+    // multiply-add of every row of the group, and the group's sums are independent chains (a
+    // row alone had 2 to 4, too few to hide the multiply-adds' latency). The group's rows past
+    // the item's last (zeros) are computed and never stored.
+    const int R = kAttentionRows;
+    std::string rr = fresh("rr"), bms = fresh("bm"), alphas = fresh("alpha");
+    open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", row, row, nr, row, R));
+    line(fmt::format("float {}[{}][{}], {}[{}], {}[{}];", sc, R, block, bms, R, alphas, R));
+    // The group's scores for the block: vectors of sums in registers over the depth, as many
+    // vectors of keys at a time as the tile's accumulators hold for R rows.
+    vector_variants("float", [&](int lanes, int accumulators) {
+      const int64_t nv = block / lanes,
+                    nc = std::max<int64_t>(1, std::min<int64_t>(nv, accumulators / R));
+      std::string u0 = fresh("u");
+      open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", u0, u0, block, u0, nc * lanes));
+      for (int g = 0; g < R; ++g)
+        for (int64_t u = 0; u < nc; ++u) line(fmt::format("vec s{}_{} = (vec){{}};", g, u));
       open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", d, d, depth, d));
-      line(fmt::format("const float qd = {}[{}][{}];", qt, row, d));
-      for (int64_t u = 0; u < nv; ++u) {
-        line(fmt::format("vec k{}; memcpy(&k{}, &{}[{}][{}], sizeof(vec));", u, u, kt, d,
+      for (int64_t u = 0; u < nc; ++u)
+        line(fmt::format("vec k{}; memcpy(&k{}, &{}[{}][{} + {}], sizeof(vec));", u, u, kt, d, u0,
                          u * lanes));
-        line(fmt::format("s{} += qd * k{};", u, u));
+      for (int g = 0; g < R; ++g) {
+        line(fmt::format("const float q{} = {}[{} + {}][{}];", g, qt, row, g, d));
+        for (int64_t u = 0; u < nc; ++u) line(fmt::format("s{}_{} += q{} * k{};", g, u, g, u));
       }
       close();
-      for (int64_t u = 0; u < nv; ++u)
-        line(fmt::format("memcpy(&{}[{}], &s{}, sizeof(vec));", sc, u * lanes, u));
+      for (int g = 0; g < R; ++g)
+        for (int64_t u = 0; u < nc; ++u)
+          line(fmt::format("memcpy(&{}[{}][{} + {}], &s{}_{}, sizeof(vec));", sc, g, u0, u * lanes,
+                           g, u));
+      close();
     });
+    // Each row's logits, weights and sum (the rows past the item's last keep zero weights).
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", rr, rr, R, rr));
+    line(fmt::format("{}[{}] = 1.0f;", alphas, rr));
+    line(fmt::format("{}[{}] = -INFINITY;", bms, rr));
+    line(fmt::format("if ({} + {} >= {}) continue;", row, rr, nr));
+    line(fmt::format("float* {} = {}[{}];", p, sc, rr));
+    const std::string grow = "(" + row + " + " + rr + ")";
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
-    std::string x = logit("(" + r0 + " + " + row + ")", key, sc + "[" + jj + "]");
-    line(fmt::format("{}[{}] = (float){};", sc, jj, x));
+    std::string x = logit("(" + r0 + " + " + grow + ")", key, p + "[" + jj + "]");
+    line(fmt::format("{}[{}] = (float){};", p, jj, x));
     close();
-    line(fmt::format("float {} = {}[{}];", bm, m, row));
+    line(fmt::format("float {} = {}[{}];", bm, m, grow));
     line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {} = eqf_max({}, {}[{}]);", jj, jj, nb,
-                     jj, bm, bm, sc, jj));
+                     jj, bm, bm, p, jj));
     line(fmt::format("const float {} = {} == -INFINITY ? 1.0f : eqf_exp({}[{}] - {});", alpha, bm,
-                     m, row, bm));
+                     m, grow, bm));
     // The weights first, in a loop of their own that vector math takes whole, then their sum.
     line(
         fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {}[{}] = {} == -INFINITY ? 0.0f : "
                     "eqf_exp({}[{}] - {});",
-                    jj, jj, nb, jj, sc, jj, bm, sc, jj, bm));
+                    jj, jj, nb, jj, p, jj, bm, p, jj, bm));
     std::string ls = fresh("ls");
     line(fmt::format("float {} = 0;", ls));
     line(fmt::format("#pragma omp simd reduction(+ : {})", ls));
-    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {} += {}[{}];", jj, jj, nb, jj, ls, sc,
+    line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {} += {}[{}];", jj, jj, nb, jj, ls, p,
                      jj));
-    line(fmt::format("{}[{}] = {}[{}] * {} + {};", l, row, l, row, alpha, ls));
-    // The row's sums, rescaled, then the block's weighted rows of V added, in registers a chunk
-    // of at most 8 vectors at a time.
-    vector_variants("float", [&](int lanes, int) {
-      int64_t nv = std::min<int64_t>(8, wp / lanes);
+    line(fmt::format("{}[{}] = {}[{}] * {} + {};", l, grow, l, grow, alpha, ls));
+    line(fmt::format("{}[{}] = {};", alphas, rr, alpha));
+    line(fmt::format("{}[{}] = {};", bms, rr, bm));
+    close();
+    // Each row's sums, rescaled, then the block's weighted rows of V added, in registers a chunk
+    // of V's row at a time, as many vectors as the accumulators hold for R rows.
+    vector_variants("float", [&](int lanes, int accumulators) {
+      int64_t nv = std::max<int64_t>(1, std::min<int64_t>(wp / lanes, accumulators / R));
       while ((wp / lanes) % nv != 0) --nv;
       std::string d0 = fresh("d");
       open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", d0, d0, wp, d0, nv * lanes));
-      for (int64_t u = 0; u < nv; ++u) {
-        line(fmt::format("vec a{}; memcpy(&a{}, &{}[{}][{} + {}], sizeof(vec));", u, u, acc, row,
-                         d0, u * lanes));
-        line(fmt::format("a{} *= {};", u, alpha));
-      }
+      for (int g = 0; g < R; ++g)
+        for (int64_t u = 0; u < nv; ++u) {
+          line(fmt::format("vec a{}_{}; memcpy(&a{}_{}, &{}[{} + {}][{} + {}], sizeof(vec));", g, u,
+                           g, u, acc, row, g, d0, u * lanes));
+          line(fmt::format("a{}_{} *= {}[{}];", g, u, alphas, g));
+        }
       open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", jj, jj, nb, jj));
-      line(fmt::format("const float {} = {}[{}];", p, sc, jj));
-      for (int64_t u = 0; u < nv; ++u) {
+      for (int64_t u = 0; u < nv; ++u)
         line(fmt::format("vec w{}; memcpy(&w{}, &{}[{}][{} + {}], sizeof(vec));", u, u, vt, jj, d0,
                          u * lanes));
-        line(fmt::format("a{} += {} * w{};", u, p, u));
+      for (int g = 0; g < R; ++g) {
+        line(fmt::format("const float p{} = {}[{}][{}];", g, sc, g, jj));
+        for (int64_t u = 0; u < nv; ++u) line(fmt::format("a{}_{} += p{} * w{};", g, u, g, u));
       }
       close();
-      for (int64_t u = 0; u < nv; ++u)
-        line(fmt::format("memcpy(&{}[{}][{} + {}], &a{}, sizeof(vec));", acc, row, d0, u * lanes,
-                         u));
+      for (int g = 0; g < R; ++g)
+        for (int64_t u = 0; u < nv; ++u)
+          line(fmt::format("memcpy(&{}[{} + {}][{} + {}], &a{}_{}, sizeof(vec));", acc, row, g, d0,
+                           u * lanes, g, u));
       close();
     });
-    line(fmt::format("{}[{}] = {};", m, row, bm));
+    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", rr, rr, R, rr));
+    line(fmt::format("if ({} + {} < {}) {}[{} + {}] = {}[{}];", row, rr, nr, m, row, rr, bms, rr));
     close();
     close();
+    close();  // the block's loop
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", row, row, nr, row));
     std::string inv = fresh("inv");
     line(fmt::format("const float {} = 1.0f / {}[{}];", inv, l, row));

@@ -519,6 +519,50 @@ TEST_CASE("layout ops fold into indexing: reshape, slice, concat, expand, gather
   check_twin(std::move(b).finish(), {{3, 6, 7}, {4}});
 }
 
+TEST_CASE("a Reshape reads its input through runs of axes whose sizes meet, not one index") {
+  const Dim n = Dim::symbol("n");
+  auto shape = [](GraphBuilder& b, std::vector<int64_t> v) {
+    const int64_t rank = int64_t(v.size());
+    return b.constant(ir::Tensor::from_vector<int64_t>(DType::i64, {rank}, std::move(v)));
+  };
+  auto transpose = [](GraphBuilder& b, ValueId x) {
+    return b.op("Transpose", {x}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  };
+  // Heads split out of a projection, as the transformers write it: [n, 6, 8] as [n, 6, 2, 4],
+  // then transposed. The stage's item is an element of [n, 2, 6, 4] (its coordinates by
+  // division); its load takes the input's column as head * 4 + j and divides no further (it had
+  // recombined one linear index and divided it by 8 and 6).
+  {
+    GraphBuilder b;
+    ValueId x = b.input("x", DType::f32, {n, Dim(6), Dim(8)});
+    b.output(b.op("Exp", {transpose(b, b.op("Reshape", {x, shape(b, {0, 0, 2, 4})}))}));
+    ir::Graph g = std::move(b).finish();
+    const std::string text = codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu);
+    const size_t at = text.find("static void s0(");
+    REQUIRE(at != std::string::npos);
+    const std::string stage = text.substr(at, text.find("\n}\n", at) - at);
+    const size_t item = stage.find("(void)r0;");  // the end of the item's own coordinates
+    REQUIRE(item != std::string::npos);
+    CHECK(occurrences(stage.substr(item), "eqf_divmod") == 0);
+    for (int64_t size : {1, 3}) check_twin(g, {{size, 6, 8}});
+  }
+  // Heads merged back; runs that meet only over two axes each (6 x 4 read as 4 x 6); size-1
+  // axes on either side; an input whose last axis is 3 against an output of n * 15 elements (no
+  // run meets: one linear index, as before).
+  GraphBuilder b;
+  ValueId y = b.input("y", DType::f32, {n, Dim(2), Dim(6), Dim(4)});
+  ValueId z = b.input("z", DType::f32, {n, Dim(6), Dim(4)});
+  ValueId u = b.input("u", DType::f32, {n, Dim(1), Dim(12)});
+  ValueId w = b.input("w", DType::f32, {n, Dim(5), Dim(3)});
+  b.output(b.op("Exp", {b.op("Reshape", {transpose(b, y), shape(b, {0, 6, 8})})}));
+  b.output(b.op("Exp", {b.op("Reshape", {z, shape(b, {0, 4, 6})})}));
+  b.output(b.op("Exp", {b.op("Reshape", {u, shape(b, {0, 3, 1, 4})})}));
+  b.output(b.op("Exp", {b.op("Reshape", {w, shape(b, {-1})})}));
+  ir::Graph g = std::move(b).finish();
+  for (int64_t size : {1, 3})
+    check_twin(g, {{size, 2, 6, 4}, {size, 6, 4}, {size, 1, 12}, {size, 5, 3}});
+}
+
 TEST_CASE(
     "ops read at computed places (BatchNormalization, Pad, Resize, GatherND...), ConvTranspose") {
   // Each at a run-time batch of 1, 2 and 5 (a vector group partial or whole), in the twin and in
@@ -1000,9 +1044,10 @@ ir::Graph attention_graph(const std::string& mask, int64_t heads, int64_t querie
 
 TEST_CASE("attention with and without a mask") {
   // 67 keys: a whole and a partial block of the CPU's 64 and of CUDA's 32; K's depth 8 and V's
-  // width 5 differ; 1 query, and 37: a whole and a partial tile of the CPU's 32 rows.
+  // width 5 differ; 1 query, 6, and 37: a whole and a partial tile of the CPU's 32 rows (the
+  // twin's groups of 4 rows: 1, 4 + 2 and 8 groups + 5 end in a group with rows past the last).
   for (const char* mask : {"none", "additive", "causal"}) {
-    for (int64_t queries : {1, 37}) {
+    for (int64_t queries : {1, 6, 37}) {
       INFO("mask " << mask << ", " << queries << " queries");
       ir::Graph g = attention_graph(mask, 3, queries, 67, 8, 5);
       // One stage for the whole kernel (K's transpose folded into its loads), on both targets,
