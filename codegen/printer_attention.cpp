@@ -112,7 +112,10 @@ std::string Writer::body_attention(const Stage& s) {
     // multiply-add of every row of the group, and the group's sums are independent chains (a
     // row alone had 2 to 4, too few to hide the multiply-adds' latency). The group's rows past
     // the item's last (zeros) are computed and never stored.
-    const int R = kAttentionRows;
+    // Fewer where the queries are fewer (a single query computes one row, not four).
+    const int R = queries.is_static() && queries.value() >= 1 && queries.value() < kAttentionRows
+                      ? int(queries.value())
+                      : kAttentionRows;
     std::string rr = fresh("rr"), bms = fresh("bm"), alphas = fresh("alpha");
     open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", row, row, nr, row, R));
     line(fmt::format("float {}[{}][{}], {}[{}], {}[{}];", sc, R, block, bms, R, alphas, R));
@@ -188,8 +191,8 @@ std::string Writer::body_attention(const Stage& s) {
         line(fmt::format("vec w{}; memcpy(&w{}, &{}[{}][{} + {}], sizeof(vec));", u, u, vt, jj, d0,
                          u * lanes));
       for (int g = 0; g < R; ++g) {
-        line(fmt::format("const float p{} = {}[{}][{}];", g, sc, g, jj));
-        for (int64_t u = 0; u < nv; ++u) line(fmt::format("a{}_{} += p{} * w{};", g, u, g, u));
+        line(fmt::format("const float pr{} = {}[{}][{}];", g, sc, g, jj));
+        for (int64_t u = 0; u < nv; ++u) line(fmt::format("a{}_{} += pr{} * w{};", g, u, g, u));
       }
       close();
       for (int g = 0; g < R; ++g)

@@ -2,6 +2,7 @@
 // blocks of register tiles (the twin), and the dot tiles with their lane sums that products with
 // B transposed and patch convolutions share (printer_writer.h).
 #include <algorithm>
+#include <optional>
 
 #include "codegen/printer_writer.h"
 
@@ -114,10 +115,16 @@ std::string Writer::body_matmul_rows(const Stage& s) {
   if (flat)
     for (size_t k = 0; k + 2 < ro; ++k) R = imul(R, lead[k]);
   // Rows per block: whole tiles of both targets' rows (kMatmulBlockRows; dot tiles: 4); 4 where
-  // the matrix has fewer than kMatmulFewRows (items of 12 rows split 64 rows 36 to 28 over two
-  // threads); fewer where it has fewer rows still.
+  // the product has fewer than kMatmulFewRows rows in all, its batch's included (items of 12
+  // rows split 64 rows 36 to 28 over two threads); fewer where a matrix has fewer rows still.
   int64_t mb = dots ? kTileAccumulators / 2 : b_rows ? kMatmulBlockRows : 1;
-  if (b_rows && !dots && row_dim.is_static() && row_dim.value() < kMatmulFewRows) mb = 4;
+  std::optional<int64_t> all_rows;  // the output's rows over its batch, where static
+  if (row_dim.is_static()) all_rows = row_dim.value();
+  for (size_t k = 0; !flat && all_rows && k + 2 < ro; ++k)
+    all_rows = type(out).shape[k].is_static()
+                   ? std::optional<int64_t>(*all_rows * type(out).shape[k].value())
+                   : std::nullopt;
+  if (b_rows && !dots && all_rows && *all_rows < kMatmulFewRows) mb = 4;
   if (row_dim.is_static() && row_dim.value() < mb) {
     const int64_t most = mb;
     mb = 1;

@@ -116,8 +116,9 @@ inline constexpr int kTileAccumulatorsAvx512 = 16;  // the same of AVX-512's 32 
 // Rows per item of a twin matrix product whose B's rows are contiguous (body_matmul_rows): whole
 // register tiles of 4 rows (AVX-512) and of 6 (AVX2, SSE).
 inline constexpr int64_t kMatmulBlockRows = 12;
-// ... but of 4 rows where the product has fewer rows than this, so that its items still split
-// evenly across threads (their work is static: `omp for schedule(static)`).
+// ... but of 4 rows where the product has fewer rows than this in all (its batch's included), so
+// that its items still split evenly across threads (their work is static: `omp for
+// schedule(static)`).
 inline constexpr int64_t kMatmulFewRows = 192;
 // A twin convolution shares its weights across several vectors of a row where each output sums
 // at least this many products (body_conv_tiles).

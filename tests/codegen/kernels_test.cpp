@@ -1759,12 +1759,12 @@ TEST_CASE("CUDA convolutions through cuDNN: bias, epilogues in place, groups, 16
 }
 
 TEST_CASE("matrix product tiles: row blocks of 12, 6, 4 and 2, ragged rows, column chunks, Gemm") {
-  // x's rows (a batch of n matrices of m rows, n known at run time) are blocks of 12 (tiles of 6
-  // rows, or of 4 under AVX-512): 12 is a whole block; 8, 5, 17, 23 and 3 end in a block of
-  // fewer rows, which the twin takes in tiles of 6 (or 4), then of 4 and 2, then a row at a time
-  // (23: 12, then 6 + 4 + 1, or 4 + 4 + 2 + 1). A static matrix (a, at, and the 2 x m rows of xs)
-  // of fewer than 192 rows is blocks of 4 (6 and 2 rows: a tile of 4 and one of 2; 5: 4 and
-  // one row); of 204 and 203 rows, blocks of 12 again (203: the last of 11). 37 columns are
+  // x's and xw's rows (batches of n matrices of m rows, n known at run time) are blocks of 12
+  // (tiles of 6 rows, or of 4 under AVX-512): 12 is a whole block; 8, 5, 17, 23 and 3 end in a
+  // block of fewer rows, which the twin takes in tiles of 6 (or 4), then of 4 and 2, then a row
+  // at a time (23: 12, then 6 + 4 + 1, or 4 + 4 + 2 + 1). A static matrix (a, at, and the 2 x m
+  // rows of xs) of fewer than 192 rows is blocks of 4 (6 and 2 rows: a tile of 4 and one of 2; 5: 4
+  // and one row); of 204 and 203 rows, blocks of 12 again (203: the last of 11). 37 columns are
   // whole tiles and an edge tile at either vector width; 300 are two items of 256 columns, the
   // second of 44.
   for (int64_t m : {12, 8, 6, 5, 4, 17, 23, 3, 2, 204, 203}) {
