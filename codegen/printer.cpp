@@ -198,24 +198,13 @@ std::string Writer::reshape(ValueId in, ValueId out, const Index& idx) {
   const auto& a = type(in).shape.dims();
   const auto& b = type(out).shape.dims();
   if (a == b) return elem(in, idx);
-  // Only size-1 axes differ (Squeeze, Unsqueeze): map the other axes one to one.
-  std::vector<size_t> ka, kb;
-  for (size_t k = 0; k < a.size(); ++k)
-    if (!(a[k].is_static() && a[k].value() == 1)) ka.push_back(k);
-  for (size_t k = 0; k < b.size(); ++k)
-    if (!(b[k].is_static() && b[k].value() == 1)) kb.push_back(k);
-  bool same = ka.size() == kb.size();
-  for (size_t k = 0; same && k < ka.size(); ++k) same = a[ka[k]] == b[kb[k]];
+  // From the last axes: runs of output axes and of input axes of the same size (static sizes
+  // whose products meet, an axis the same on both sides, size-1 axes on their own: a Squeeze or
+  // Unsqueeze is all such) map through their own small linear index, so that a split or merge of
+  // heads costs no division by the other axes; the axes before the first run that does not meet,
+  // through one linear index as a whole. Both hold because idx is an element of `out`: each run's
+  // coordinates are in range.
   Index in_idx(a.size(), "0");
-  if (same) {
-    for (size_t k = 0; k < ka.size(); ++k) in_idx[ka[k]] = idx[kb[k]];
-    return elem(in, in_idx);
-  }
-  // Else, from the last axes: runs of output axes and of input axes of the same size (static
-  // sizes whose products meet, an axis the same on both sides, size-1 axes on their own) map
-  // through their own small linear index, so that a split or merge of heads costs no division
-  // by the other axes; the axes before the first run that does not meet, through one linear index
-  // as a whole. Both hold because idx is an element of `out`: each run's coordinates are in range.
   std::vector<std::string> all_b;
   for (size_t k = 0; k < b.size(); ++k) all_b.push_back(dim(out, k));
   auto linear_of = [&](size_t j0, size_t j1) {  // output axes [j0, j1) as one index

@@ -116,9 +116,9 @@ std::string Writer::body_attention(const Stage& s) {
     const int R = queries.is_static() && queries.value() >= 1 && queries.value() < kAttentionRows
                       ? int(queries.value())
                       : kAttentionRows;
-    std::string rr = fresh("rr"), bms = fresh("bm"), alphas = fresh("alpha");
+    std::string rr = fresh("rr"), alphas = fresh("alpha");
     open(fmt::format("for (int64_t {} = 0; {} < {}; {} += {})", row, row, nr, row, R));
-    line(fmt::format("float {}[{}][{}], {}[{}], {}[{}];", sc, R, block, bms, R, alphas, R));
+    line(fmt::format("float {}[{}][{}], {}[{}];", sc, R, block, alphas, R));
     // The group's scores for the block: vectors of sums in registers over the depth, as many
     // vectors of keys at a time as the tile's accumulators hold for R rows.
     vector_variants("float", [&](int lanes, int accumulators) {
@@ -146,7 +146,6 @@ std::string Writer::body_attention(const Stage& s) {
     // Each row's logits, weights and sum (the rows past the item's last keep zero weights).
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", rr, rr, R, rr));
     line(fmt::format("{}[{}] = 1.0f;", alphas, rr));
-    line(fmt::format("{}[{}] = -INFINITY;", bms, rr));
     line(fmt::format("if ({} + {} >= {}) continue;", row, rr, nr));
     line(fmt::format("float* {} = {}[{}];", p, sc, rr));
     const std::string grow = "(" + row + " + " + rr + ")";
@@ -171,7 +170,7 @@ std::string Writer::body_attention(const Stage& s) {
                      jj));
     line(fmt::format("{}[{}] = {}[{}] * {} + {};", l, grow, l, grow, alpha, ls));
     line(fmt::format("{}[{}] = {};", alphas, rr, alpha));
-    line(fmt::format("{}[{}] = {};", bms, rr, bm));
+    line(fmt::format("{}[{}] = {};", m, grow, bm));
     close();
     // Each row's sums, rescaled, then the block's weighted rows of V added, in registers a chunk
     // of V's row at a time, as many vectors as the accumulators hold for R rows.
@@ -201,9 +200,6 @@ std::string Writer::body_attention(const Stage& s) {
                            u * lanes, g, u));
       close();
     });
-    open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", rr, rr, R, rr));
-    line(fmt::format("if ({} + {} < {}) {}[{} + {}] = {}[{}];", row, rr, nr, m, row, rr, bms, rr));
-    close();
     close();
     close();  // the block's loop
     open(fmt::format("for (int64_t {} = 0; {} < {}; ++{})", row, row, nr, row));
