@@ -368,7 +368,7 @@ int winograd_tile(const ir::Graph& g, const ir::Node& n) {
 
 // Which of the twin's forms over reordered weights computes convolution `n`
 // (PlanOptions::weight_blocks): Winograd's, as its tile size m (winograd_tile), else the
-// channel tiles, as 0; nothing where neither does.
+// channel tiles or, for a 1x1 convolution, the product form, as 0; nothing where none does.
 std::optional<int> blocked_form(const ir::Graph& g, const ir::Node& n, ir::DType precision) {
   if (n.op_type != "Conv" || precision != ir::DType::f32 || n.inputs.size() < 2)
     return std::nullopt;
@@ -394,6 +394,19 @@ std::optional<int> blocked_form(const ir::Graph& g, const ir::Node& n, ir::DType
     return std::nullopt;
   if (const int m = winograd_tile(g, n)) return m;
   const int64_t kh = w.type.shape[2].value(), kw = w.type.shape[3].value();
+  if (kh * kw == 1) {  // the product form: output channels in whole panels, no padding
+    bool strided = false;
+    for (const auto& axis : ir::structured::window_axes(ctx, {x.shape[2], x.shape[3]}, {1, 1},
+                                                        /*ceil_mode=*/false)) {
+      if (axis.pad_begin != 0 || axis.pad_end != 0) return std::nullopt;
+      strided = strided || axis.stride != 1;
+    }
+    const int64_t products = w.type.shape[1].value();
+    return w.type.shape[0].value() % kPanelWidth == 0 &&
+                   products >= (strided ? kPanelReduction : kBlockedReduction)
+               ? std::optional<int>(0)
+               : std::nullopt;
+  }
   return kh * kw > 1 && kw <= kMaxBlockedKernel &&
                  w.type.shape[1].value() * kh * kw >= kBlockedReduction
              ? std::optional<int>(0)
@@ -480,6 +493,14 @@ void add_weight_blocks(KernelPlan& plan) {
     const int64_t M = d[0].value(), C = d[1].value(), taps = d[2].value() * d[3].value();
     const int64_t alpha = s.winograd + 2, places = alpha * alpha;
     auto w = g.weight_data(wv);
+    if (taps == 1) {  // W^T's panels, as a Gemm's transposed B (C x M)
+      auto [at, fresh] = blocks_of.try_emplace({wv, -2}, ir::kNoValue);
+      if (fresh)
+        at->second = g.add_weight(g.unique_name(g.value(wv).name + "_panels"),
+                                  matrix_panels(w->data<float>(), C, M, /*transposed=*/true));
+      s.weight_blocks = at->second;
+      continue;
+    }
     const std::span<const float> from = w->data<float>();
     ir::Tensor blocks(ir::DType::f32,
                       s.winograd ? std::vector<int64_t>{M / kWeightBlock, places, C, kWeightBlock}

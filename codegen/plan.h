@@ -80,6 +80,7 @@ struct Stage {
   // output channels' weights for each input channel and tap). A matrix product's B (B^T for a
   // Gemm's transB), in panels of kPanelWidth columns, [ceil(N / 64)][K][64], zero past column N:
   // a register tile's columns lie in one contiguous run per k, and its loads never stop short.
+  // A 1x1 convolution's W^T, as such panels (kPanelReduction).
   std::optional<ir::ValueId> weight_blocks;
   // A 3x3 convolution at stride 1 the twin computes by Winograd's F(m x m, 3 x 3) (winograd.h):
   // m, 2 or 4, the output tile's size; 0 for another form. `weight_blocks` then holds U = G g G^T
@@ -174,6 +175,13 @@ inline constexpr int64_t kMaxBlockedKernel = 7;
 // sum fewer products (SqueezeNet's 3x3 over 16 channels, MobileNet's first over 3), runs faster
 // in the twin's other tiles.
 inline constexpr int64_t kBlockedReduction = 256;
+// A 1x1 convolution (one group, no padding, output channels a multiple of kPanelWidth) whose
+// outputs sum at least kBlockedReduction products, or at a stride at least this many, reads W^T
+// in panels: a matrix product of its pixels by its channels (the product form,
+// body_conv_product). Measured on the shared convnets: over fewer input channels at stride 1
+// (MobileNet's expansions over 64 to 160, a ResNet-50 1x1 over 64 onto 56 x 56) the flat row
+// tiles ran up to 1.3x faster; at a stride the row tiles leave lanes idle and lose.
+inline constexpr int64_t kPanelReduction = 64;
 // The narrowest output row a Winograd convolution takes (Stage::winograd). Measured on ResNet-18:
 // its 7-wide rows (4 tiles a row, so each output row pair streams the transformed weights, 16/9
 // of the filters' size, for 4 tiles) ran slower than the channel tiles; 14-wide ones faster.

@@ -220,7 +220,11 @@ std::string Writer::body_conv_patches(const Stage& s) {
 // rest, through masks where the target has them. Operands are contiguous buffers.
 std::string Writer::body_conv_tiles(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
-  if (s.weight_blocks) return s.winograd ? body_conv_winograd(s) : body_conv_channels(s);
+  if (s.weight_blocks) {
+    if (s.winograd) return body_conv_winograd(s);
+    const auto& w = type(n.inputs[1]).shape;
+    return w[2].value() * w[3].value() == 1 ? body_conv_product(s) : body_conv_channels(s);
+  }
   if (conv_takes_patches(g_, n)) return body_conv_patches(s);
   ir::OpContext ctx = ir::make_context(g_, n);
   ValueId x = n.inputs[0], w = n.inputs[1], out = s.output;
@@ -821,6 +825,75 @@ std::string Writer::body_conv_channels(const Stage& s) {
     }
   });
   return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
+}
+
+// A 1x1 convolution whose weights the plan holds as panels of W^T (Stage::weight_blocks), as a
+// matrix product per image, out^T = X^T W^T: its rows the output pixels, its columns the output
+// channels, K its input channels, in the register tiles of the matrix products (row_tile). Each
+// load of a panel's channels feeds every pixel of the tile, and no lane idles on rows of 7 or 14
+// pixels, where the row tiles (body_conv_tiles) kept a vector per row and channel. Pixel p reads
+// input pixel (p / OW * sh, p % OW * sw) of each channel (a stride of H * W along K) and writes
+// its channels' rows of the output. Items are blocks of pixels by panels, as the matrix
+// products' (by panel where the weights take kPanelMajorBytes or more).
+std::string Writer::body_conv_product(const Stage& s) {
+  const ir::Node& n = g_.node(s.node);
+  const ValueId x = n.inputs[0], out = s.output, panels = *s.weight_blocks;
+  const auto& ws = type(n.inputs[1]).shape;
+  const int64_t M = ws[0].value(), C = ws[1].value();
+  const auto win = window_of(g_, n, {1, 1});
+  const int64_t sh = win[0].stride, sw = win[1].stride;
+  const int64_t H = type(x).shape[2].value(), W = type(x).shape[3].value();
+  const int64_t OW = type(out).shape[3].value(), P = type(out).shape[2].value() * OW;
+  // Rows per block: as a matrix product's (body_matmul_rows), over the pixels of an image.
+  int64_t mb = P < kMatmulFewRows ? 4 : kMatmulBlockRows;
+  if (P < mb) mb = P >= 2 ? 2 : 1;
+  const bool ragged = mb > 1 && P % mb != 0;
+  const int64_t blocks = (P + mb - 1) / mb, panel_count = (M + kPanelWidth - 1) / kPanelWidth;
+  const bool by_panel = M * C * int64_t(sizeof(float)) >= kPanelMajorBytes;
+  line(fmt::format("const int64_t img = i / {};", blocks * panel_count));
+  line(fmt::format("const int64_t nc = i % {} {} {};", blocks * panel_count, by_panel ? "/" : "%",
+                   by_panel ? blocks : panel_count));
+  line(fmt::format("const int64_t m0 = i % {} {} {} * {};", blocks * panel_count,
+                   by_panel ? "%" : "/", by_panel ? blocks : panel_count, mb));
+  if (ragged) line(fmt::format("const int64_t mr = {} - m0 < {} ? {} - m0 : {};", P, mb, P, mb));
+  line(fmt::format("const float* a = {} + img * {};", ptr(x), C * H * W));
+  line(fmt::format("const float* b = {} + nc * {};", ptr(panels), C * kPanelWidth));
+  const ValueId bias = n.inputs.size() > 2 ? n.inputs[2] : ir::kNoValue;
+  RowTile t;
+  t.ct = "float";
+  t.b_buffer = panels;
+  t.K = std::to_string(C);
+  t.a_step = std::to_string(H * W);
+  const bool flat = sh == 1 && sw == 1 && H * W == P;  // pixel p reads input pixel p
+  t.a_row = [&](const std::string& q) {
+    const std::string p = iadd("m0", q);
+    return flat ? p : fmt::format("{} / {} * {} + {} % {} * {}", p, OW, sh * W, p, OW, sw);
+  };
+  t.b_step = std::to_string(kPanelWidth);
+  t.b_col = fmt::format("(n0 - nc * {})", kPanelWidth);
+  t.panels = true;
+  t.n0 = fmt::format("nc * {}", kPanelWidth);
+  t.n1 = M % kPanelWidth == 0 ? fmt::format("(nc * {} + {})", kPanelWidth, kPanelWidth)
+                              : fmt::format("(nc * {} + {} < {} ? nc * {} + {} : {})", kPanelWidth,
+                                            kPanelWidth, M, kPanelWidth, kPanelWidth, M);
+  t.what = "Conv '" + n.name + "'";
+  t.row_store = [&](const std::string& q) {
+    const std::string p = fresh("px"), oh = fresh("oh"), ow = fresh("ow");
+    line(fmt::format("const int64_t {} = m0 + {};", p, q));
+    line(fmt::format("const int64_t {} = {} / {}, {} = {} % {};", oh, p, OW, ow, p, OW));
+    return std::function<void(const std::string&, const std::string&)>(
+        [this, out, p, oh, ow, bias, P, M](const std::string& col, const std::string& v) {
+          const std::string value =
+              bias == ir::kNoValue ? v : fmt::format("{} + (float){}", v, elem(bias, Index{col}));
+          const Index at = {"img", col, oh, ow};
+          store_output(out, fmt::format("(img * {} + {} * {} + {})", M * P, col, P, p), at, value);
+        });
+  };
+  row_blocks("float", mb, ragged,
+             [&](int lanes, int accumulators, int64_t tm, const std::string& first) {
+               row_tile(t, lanes, accumulators, tm, first);
+             });
+  return fmt::format("{} * {}", dim(out, 0), blocks * panel_count);
 }
 
 }  // namespace eqfuse::codegen::detail

@@ -128,6 +128,10 @@ inline constexpr int64_t kSharedReduction = 64;
 inline constexpr int64_t kColumnChunk = 256;
 // ... and where B is transposed (dot products along K).
 inline constexpr int64_t kDotChunk = 64;
+// A twin matrix product whose B (a weight in panels) has this many bytes or more takes its items
+// panel by panel, so that a thread reuses each panel from its cache for all its rows (a core's
+// L2 holds a panel of K = 3072; a B this large does not fit it whole).
+inline constexpr int64_t kPanelMajorBytes = int64_t(1) << 20;
 // Output pixels per item of a 1x1 convolution the twin takes as one row (body_conv_tiles).
 inline constexpr int64_t kFlatConvChunk = 512;
 inline constexpr int64_t kPoolChunk = 64;     // outputs of a row a twin pooling item keeps at once
@@ -691,6 +695,38 @@ class Writer {
       const std::function<std::string(const Index&, const std::string&)>& store_at);
   std::string body_matmul_element(const Stage& s);
   std::string body_matmul_rows(const Stage& s);
+  // A register tile of the twin's matrix products (body_matmul_rows, body_conv_product): `tm`
+  // rows from row `first` (of the item's, relative to pointer `a`) by 2 to 4 vectors of B's
+  // columns [n0, n1) from pointer `b`, their sums in registers over all of K; each row's
+  // elements then stored by `row_store`.
+  struct RowTile {
+    std::string ct;                   // the compute type
+    ValueId b_buffer = ir::kNoValue;  // the buffer B is read from (its element type)
+    std::string K;                    // the products each element sums
+    std::string a_step;               // elements of A between k and k + 1 of a row
+    // Where row `row`'s first element (k = 0) lies from `a`.
+    std::function<std::string(const std::string& row)> a_row;
+    std::string b_step, b_col;  // elements between B's rows; column n0's place in a row
+    bool panels = false;        // B's rows whole tiles (a panel, zeros past its last column)
+    std::string n0, n1;         // the item's columns
+    // Prints what storing row `row` needs, and returns what stores element (row, col) = v.
+    std::function<std::function<void(const std::string& col, const std::string& v)>(
+        const std::string& row)>
+        row_store;
+    std::string what;  // the stage's node, for errors
+  };
+  void row_tile(const RowTile& t, int lanes, int accumulators, int64_t tm,
+                const std::string& first);
+  // Prints `print`(rows, first row) for the tiles of a block of `mb` rows from m0: whole tiles
+  // of `tm` rows, and where `ragged`, for the block's `mr` rows when fewer than mb: whole tiles
+  // while they fit, then a tile of 4, one of 2 and single rows.
+  void row_groups(int64_t mb, bool ragged, int64_t tm,
+                  const std::function<void(int64_t, const std::string&)>& print);
+  // row_groups in each vector_variants variant, `print` given (lanes, accumulators, rows, first),
+  // in tiles of the target's rows (4 under AVX-512, 6 else; `dots`: mb).
+  void row_blocks(const std::string& ct, int64_t mb, bool ragged,
+                  const std::function<void(int, int, int64_t, const std::string&)>& print,
+                  bool dots = false);
   // Prints the sums across the lanes of `vectors` (of type `vec`, `lanes` elements; at most
   // `lanes` of them, a power of 2) as one vector whose lane h holds vector h's sum; its name.
   // Halves of two vectors are added into one until one is left, then halves of its groups.
@@ -712,6 +748,9 @@ class Writer {
   // The CPU form of a convolution whose weights the plan holds in blocks (Stage::weight_blocks):
   // vectors along output channels.
   std::string body_conv_channels(const Stage& s);
+  // The CPU form of a 1x1 convolution whose weights the plan holds as panels of W^T
+  // (Stage::weight_blocks): a matrix product of its pixels by its channels.
+  std::string body_conv_product(const Stage& s);
   // The bias of the kWeightBlock output channels from `m0` of convolution `n`, loaded into float
   // variables (their names; "0.0f" each where it has none), and as vectors bv0, bv1, ... of
   // `lanes` floats (in a vector_variants emitter).

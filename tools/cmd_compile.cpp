@@ -1,5 +1,6 @@
 // `eqfuse compile MODEL --out DIR [--target cuda|cpu] [--arch sm_90a] [--dim NAME=VALUE...]
-// [--precision f32|f16|bf16] [--dynamic-batch] [--no-optimize] [--device NAME] [--json]`:
+// [--precision f32|f16|bf16] [--dynamic-batch] [--no-optimize] [--seed-weights] [--device NAME]
+// [--json]`:
 // optimizes a model (unless --no-optimize, for a model eqfuse already optimized) and writes a
 // standalone source tree of its kernels (codegen/source_tree.h). Symbolic dims stay run-time
 // parameters unless --dim fixes them. A lower --precision is checked before the tree is written
@@ -40,7 +41,8 @@ namespace fs = std::filesystem;
 struct CompileArgs {
   std::string model, out, target = "cuda", arch = "sm_90a", device = "h200", precision = "f32";
   std::vector<std::string> dims;
-  bool no_optimize = false, json = false, dynamic_batch = false, no_cublaslt = false;
+  bool no_optimize = false, json = false, dynamic_batch = false, no_cublaslt = false,
+       seed_weights = false;
 };
 
 // The cost model's time for each kernel (top-level node) at batch 1 and 64 (every run-time dim
@@ -123,6 +125,7 @@ int run_compile(const CompileArgs& a) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
   ir::Graph graph = frontend::import_onnx(a.model);
+  const size_t seeded = a.seed_weights ? seed_missing_weights(graph, 0) : 0;
   if (a.dynamic_batch) codegen::make_batch_dynamic(graph);
   std::map<std::string, int64_t> sizes = parse_dim_options(a.dims);
   if (!sizes.empty()) codegen::specialize_dims(graph, sizes);
@@ -166,6 +169,7 @@ int run_compile(const CompileArgs& a) {
                         {"dims", plan.dims},
                         {"weight_bytes", r.weight_bytes},
                         {"weights_written", r.weights_written},
+                        {"seeded_weights", seeded},
                         {"source_bytes", r.source_bytes},
                         {"optimize_seconds", optimize_s},
                         {"seconds", total_s}};
@@ -190,7 +194,9 @@ int run_compile(const CompileArgs& a) {
       "{}; {:.2f} s\n",
       a.out, a.target, r.kernels, r.stages, dims, plan.arena.total.str(), r.arena_slots,
       double(r.weight_bytes) / 1e6,
-      r.weights_written ? "in weights.bin" : "not written (structure-only model; bench seeds them)",
+      !r.weights_written ? "not written (structure-only model; bench seeds them)"
+      : seeded           ? fmt::format("in weights.bin ({} made up: --seed-weights)", seeded)
+                         : std::string("in weights.bin"),
       total_s);
   if (check) std::cout << check->str() << "\n";
   std::cout << fmt::format("build: cmake -S {} -B {}/build && cmake --build {}/build\n", a.out,
@@ -232,6 +238,9 @@ RegisterCommand compile_command{
        app.add_flag("--no-cublaslt", args->no_cublaslt,
                     "CUDA: library products through cuBLAS and kernels, never cuBLASLt's "
                     "epilogues");
+       app.add_flag("--seed-weights", args->seed_weights,
+                    "a structure-only model (its weights file absent): write weights made up "
+                    "from a fixed seed, planned and laid out as real ones would be (for timing)");
        app.add_flag("--json", args->json, "stdout: a summary as one JSON object");
        app.footer(
            "Examples:\n  eqfuse compile model.onnx --target cpu --out twin\n"

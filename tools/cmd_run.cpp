@@ -3,7 +3,8 @@
 // come from --input NAME=FILE.pb or be made up (random_inputs.h), at the sizes --dim NAME=VALUE
 // gives symbolic dims (else the model's hints, else defaults). Exit 0 all outputs match,
 // 1 a mismatch, 2 bad input or usage (and --backend cuda without a GPU), 3 an op or missing
-// weights that stop execution. With --backend cpu the generated C++ twin runs instead, with
+// weights that stop execution (--seed-weights makes them up instead: random_inputs.h). With
+// --backend cpu the generated C++ twin runs instead, with
 // --backend cuda the generated CUDA (NVRTC, on GPU 0); --precision f16|bf16 builds either
 // storing weights and intermediates at 16 bits and checks it against the f32 interpreter.
 #include <fmt/format.h>
@@ -42,6 +43,7 @@ struct RunOptions {
   double atol = -1;  // unset: 1e-5, or the precision's
   std::string precision = "f32";
   uint64_t seed = 0;
+  bool seed_weights = false;
   bool json = false;
   std::string backend = "interpreter";
 };
@@ -69,11 +71,15 @@ int run_model(RunOptions opt) {
   ir::Graph graph = frontend::import_onnx(opt.model);
   double import_ms = ms_since(t0);
 
+  size_t seeded_weights = 0;
   if (auto missing = missing_weight_files(graph); !missing.empty()) {
-    throw Error(fmt::format("{}: cannot run: the weights are missing ({} not found); this is a "
-                            "structure-only model (eqfuse info works on it)",
-                            opt.model, missing.front()),
-                Error::Kind::Unsupported);
+    if (!opt.seed_weights)
+      throw Error(fmt::format("{}: cannot run: the weights are missing ({} not found); this is a "
+                              "structure-only model (eqfuse info works on it; --seed-weights "
+                              "runs it at made-up weights)",
+                              opt.model, missing.front()),
+                  Error::Kind::Unsupported);
+    seeded_weights = seed_missing_weights(graph, opt.seed);
   }
   if (auto opaque = opaque_node_labels(graph); !opaque.empty()) {
     std::string list;
@@ -208,6 +214,10 @@ int run_model(RunOptions opt) {
     else
       std::cout << fmt::format("{}: {} inputs ({}), import {:.1f} ms, interpreter {:.1f} ms\n",
                                opt.model, inputs.size(), source, import_ms, run_ms);
+    if (seeded_weights)
+      std::cout << fmt::format(
+          "weights {} made up from seed {} (--seed-weights: the outputs mean nothing)\n",
+          seeded_weights, opt.seed);
     if (!dims.empty()) {
       std::string line;
       for (const auto& [name, c] : dims)
@@ -259,6 +269,7 @@ int run_model(RunOptions opt) {
     j["import_ms"] = import_ms;
     j["run_ms"] = run_ms;
     j["backend"] = opt.backend;
+    j["seeded_weights"] = seeded_weights;
     if (plan) {
       j["precision"] = opt.precision;
       j["build_ms"] = build_ms;
@@ -304,6 +315,9 @@ RegisterCommand run_command{
                       "stores weights and intermediates at 16 bits (compared with the f32 "
                       "interpreter when no expected outputs are given)");
        app.add_option("--seed", opt->seed, "Seed of the random inputs (default 0)");
+       app.add_flag("--seed-weights", opt->seed_weights,
+                    "Run a structure-only model (its weights file absent) at weights made up "
+                    "from --seed: for timing and comparing backends");
        app.add_flag("--json", opt->json, "Print one JSON document on stdout");
        app.add_option("--backend", opt->backend,
                       "interpreter (default), cpu (the generated C++ twin, built with the "

@@ -170,4 +170,27 @@ std::vector<ir::Tensor> random_inputs(const ir::Graph& graph, uint64_t seed,
   return out;
 }
 
+size_t seed_missing_weights(ir::Graph& graph, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(-kSeededWeightScale, kSeededWeightScale);
+  size_t filled = 0;
+  for (size_t id = 0; id < graph.values().size(); ++id) {
+    ir::Value& v = graph.value(ir::ValueId(id));
+    if (!v.external || v.data || std::filesystem::exists(v.external->file)) continue;
+    std::vector<int64_t> shape;
+    for (const ir::Dim& d : v.type.shape.dims()) {
+      if (!d.is_static())
+        throw Error(fmt::format("weight '{}' has a symbolic dim {}", v.name, d.str()));
+      shape.push_back(d.value());
+    }
+    ir::Tensor t(v.type.dtype, shape);
+    if (ir::is_floating(v.type.dtype))
+      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, dist(rng));
+    v.data = std::make_shared<const ir::Tensor>(std::move(t));
+    v.external.reset();
+    ++filled;
+  }
+  return filled;
+}
+
 }  // namespace eqfuse::tools

@@ -42,4 +42,12 @@ std::map<std::string, DimChoice> choose_dims(const ir::Graph& graph,
 std::vector<ir::Tensor> random_inputs(const ir::Graph& graph, uint64_t seed,
                                       const std::map<std::string, DimChoice>& dims);
 
+// Gives every weight whose external file is absent (a structure-only model) made-up data, so
+// that the model runs: floats uniform in [-kSeededWeightScale, kSeededWeightScale), which keeps
+// activations finite through deep stacks of layers, and other types zeros (an index or a mask
+// stays in range). For timing and for comparing backends with each other; the outputs mean
+// nothing. Returns how many weights it filled.
+inline constexpr double kSeededWeightScale = 0.05;
+size_t seed_missing_weights(ir::Graph& graph, uint64_t seed);
+
 }  // namespace eqfuse::tools

@@ -1459,6 +1459,77 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
   });
 }
 
+TEST_CASE("1x1 convolutions as products of their pixels by W^T's panels") {
+  // A 1x1 convolution without padding, its output channels whole panels, over at least 256
+  // input channels (64 at a stride), is a product of its pixels (rows) by W^T's panels (columns)
+  // in the twin: 7x7 pixels with a bias and a ReLU (49 rows: blocks of 4, the last of 1);
+  // stride 2 over 96 channels of 13 x 11 (7 x 6 pixels, each reading input pixel (2 oh, 2 ow))
+  // with a residual; 512 x 512 weights (1 MiB: items panel by panel) over 3 x 5 pixels at
+  // stride (1, 2). Not taken: 48 output channels, 64 input channels at stride 1, 32 at a stride,
+  // padding. A MatMul over 1 MiB of weights goes panel by panel too, its last panel of 8 columns.
+  GraphBuilder b;
+  auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
+  const Dim n = Dim::symbol("n");
+  ValueId x7 = b.input("x7", DType::f32, {n, Dim(256), Dim(7), Dim(7)});
+  ValueId x13 = b.input("x13", DType::f32, {n, Dim(96), Dim(13), Dim(11)});
+  ValueId r13 = b.input("r13", DType::f32, {n, Dim(64), Dim(7), Dim(6)});
+  ValueId x3 = b.input("x3", DType::f32, {n, Dim(512), Dim(3), Dim(9)});
+  ValueId xm = b.input("xm", DType::f32, {n, Dim(5), Dim(512)});
+  ValueId x32 = b.input("x32", DType::f32, {n, Dim(32), Dim(5), Dim(3)});
+  ValueId w7 = b.weight("w7", random_tensor({128, 256, 1, 1}, 41));
+  ValueId b7 = b.weight("b7", random_tensor({128}, 42));
+  ValueId w13 = b.weight("w13", random_tensor({64, 96, 1, 1}, 43));
+  ValueId w512 = b.weight("w512", random_tensor({512, 512, 1, 1}, 44));
+  ValueId w48 = b.weight("w48", random_tensor({48, 256, 1, 1}, 45));
+  ValueId w64 = b.weight("w64", random_tensor({64, 64, 1, 1}, 48));
+  ValueId w32 = b.weight("w32", random_tensor({64, 32, 1, 1}, 46));
+  ValueId wm = b.weight("wm", random_tensor({512, 520}, 47));
+  b.output(b.op("Relu", {b.op("Conv", {x7, w7, b7})}));
+  b.output(b.op("Add", {b.op("Conv", {x13, w13}, {{"strides", ints({2, 2})}}), r13}));
+  b.output(b.op("Conv", {x3, w512}, {{"strides", ints({1, 2})}}));
+  b.output(b.op("Conv", {x7, w48}));
+  b.output(b.op("Conv", {x32, w32}, {{"strides", ints({2, 2})}}));
+  b.output(b.op("Conv", {r13, w64}));
+  b.output(b.op("Conv", {x13, w13}, {{"pads", ints({1, 1, 1, 1})}}));
+  b.output(b.op("MatMul", {xm, wm}));
+  ir::Graph g = std::move(b).finish();
+  codegen::PlanOptions twin;
+  twin.weight_blocks = true;
+  const codegen::KernelPlan plan = codegen::make_plan(g, twin);
+  std::set<std::string> weights;
+  for (ValueId v : plan.weights) weights.insert(plan.graph.value(v).name);
+  for (const char* taken : {"w7_panels", "w13_panels", "w512_panels", "wm_panels"})
+    CHECK(weights.count(taken));
+  for (const char* kept : {"w48", "w32", "w64"}) CHECK(weights.count(kept));
+  CHECK(weights.count("w13"));  // the padded convolution reads it as it is
+  // W^T's panels: panel p holds output channels 64 p.. for every input channel.
+  auto panels_of = [&](const std::string& name) -> const ir::Tensor& {
+    auto v = std::find_if(plan.weights.begin(), plan.weights.end(),
+                          [&](ValueId w) { return plan.graph.value(w).name == name; });
+    REQUIRE(v != plan.weights.end());
+    return *plan.graph.weight_data(*v);
+  };
+  const ir::Tensor& p7 = panels_of("w7_panels");
+  CHECK(p7.dims() == std::vector<int64_t>{2, 256, 64});
+  const ir::Tensor& w7_data = *g.weight_data(w7);
+  for (int64_t m : {0, 5, 63, 64, 127})
+    for (int64_t c : {0, 17, 255})
+      CHECK(p7.get(((m / 64) * 256 + c) * 64 + m % 64) == w7_data.get(m * 256 + c));
+  const std::string cpu = codegen::print_kernels(plan, codegen::Target::Cpu);
+  CHECK(occurrences(cpu, "const int64_t nc = i % ") == 3);         // the three products of pixels
+  CHECK(occurrences(cpu, "const int64_t nc = i % 32 / 4;") == 1);  // 512 x 512: panel by panel
+  CHECK(occurrences(cpu, "const int64_t nc = i / ") == 1);         // the MatMul over wm
+  for_each_vector_width([&] {
+    for (int64_t batch : {1, 2})
+      check_twin(g, {{batch, 256, 7, 7},
+                     {batch, 96, 13, 11},
+                     {batch, 64, 7, 6},
+                     {batch, 512, 3, 9},
+                     {batch, 5, 512},
+                     {batch, 32, 5, 3}});
+  });
+}
+
 TEST_CASE("Winograd convolutions: 3x3 at stride 1 in the twin by F(2x2, 3x3) and F(4x4, 3x3)") {
   // 3x3 convolutions at stride 1 over the model's weights, rows at least 10 wide: even and odd
   // output sizes (a last tile with one row or column), pads 1, uneven pads, none, and SAME

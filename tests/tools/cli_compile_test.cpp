@@ -177,6 +177,47 @@ TEST_CASE("a tree run with seeded weights keeps its index weights", "[tools][com
   CHECK(nlohmann::json::parse(in)["seeded_weights"] == true);
 }
 
+TEST_CASE("eqfuse compile --seed-weights writes made-up weights for a structure-only model",
+          "[tools][compile]") {
+  // y = x * w with w in an absent external file: without --seed-weights the tree has no
+  // weights.bin (its bench seeds them); with it, weights.bin holds them, and the twin's plan
+  // reorders a product's weights into panels as it would real ones.
+  fs::path dir = fresh_dir("compile_seed_weights");
+  auto m = onnx_model();
+  add_input(m, "x", {5, 8});
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name("w");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(8);
+  t->add_dims(70);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = t->add_external_data();
+  kv->set_key("location");
+  kv->set_value("absent_weights.bin");
+  add_node(m, "MatMul", {"x", "w"}, {"y"}, "product");
+  add_output(m, "y", {5, 70});
+  {
+    std::ofstream f(dir / "structure_only.onnx", std::ios::binary);
+    f << bytes_of(m);
+  }
+  for (bool seed : {false, true}) {
+    fs::path tree = dir / (seed ? "seeded" : "plain");
+    std::vector<std::string> args = {"compile", (dir / "structure_only.onnx").string(),
+                                     "--target", "cpu", "--out", tree.string(), "--json"};
+    if (seed) args.push_back("--seed-weights");
+    Result r = run_eqfuse(args);
+    INFO(describe({"compile"}, r));
+    REQUIRE(r.code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["weights_written"] == seed);
+    CHECK(j["seeded_weights"] == (seed ? 1 : 0));
+    CHECK(fs::exists(tree / "weights.bin") == seed);
+    std::ifstream kernels(tree / "kernels.cpp");
+    const std::string text((std::istreambuf_iterator<char>(kernels)), {});
+    CHECK((text.find("w_panels") != std::string::npos) == seed);
+  }
+}
+
 TEST_CASE("eqfuse compile names the op it cannot compile (exit 3)", "[tools][compile]") {
   fs::path dir = fresh_dir("compile_opaque");
   auto m = onnx_model();

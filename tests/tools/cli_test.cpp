@@ -181,8 +181,26 @@ TEST_CASE("eqfuse run says clearly what it cannot execute (exit 3)", "[tools][ru
   CHECK(run_eqfuse("info " + quoted(dir / "structure_only.onnx")).code == 0);
   Result s = run_eqfuse("run --json " + quoted(dir / "structure_only.onnx"));
   CHECK(s.code == 3);
-  CHECK(parse_json(s.out)["error"].get<std::string>().find("absent_weights.bin") !=
-        std::string::npos);
+  const std::string why = parse_json(s.out)["error"].get<std::string>();
+  CHECK(why.find("absent_weights.bin") != std::string::npos);
+  CHECK(why.find("--seed-weights") != std::string::npos);
+  // --seed-weights makes the absent weights up from --seed: the same ones in the interpreter and
+  // the twin, whose outputs then agree; another seed, other weights.
+  auto seeded = [&](const std::string& flags) {
+    Result r = run_eqfuse("run --json --seed-weights " + flags + " " +
+                          quoted(dir / "structure_only.onnx"));
+    REQUIRE(r.code == 0);
+    nlohmann::json j = parse_json(r.out);
+    CHECK(j["seeded_weights"] == 1);
+    return std::make_pair(j["outputs"][0]["min"].get<double>(), j["outputs"][0]["max"].get<double>());
+  };
+  const auto interpreted = seeded("--seed 3"), twin = seeded("--seed 3 --backend cpu");
+  CHECK(twin.first == Approx(interpreted.first).epsilon(1e-6));
+  CHECK(twin.second == Approx(interpreted.second).epsilon(1e-6));
+  CHECK(seeded("--seed 4") != interpreted);
+  Result text = run_eqfuse("run --seed-weights " + quoted(dir / "structure_only.onnx"));
+  CHECK(text.code == 0);
+  CHECK(text.out.find("weights 1 made up from seed 0") != std::string::npos);
 }
 
 TEST_CASE("eqfuse info is quick on the structure-only shared models", "[tools][info]") {

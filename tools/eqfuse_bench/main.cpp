@@ -3,12 +3,14 @@
 // per model: kernels before and after, predicted time per device, optimization time, the measured
 // CPU time of the generated C++ twin of the optimized model against the reference interpreter on
 // the original (same inputs, outputs compared), and where ONNX Runtime is installed
-// (onnxruntime-node, --ort DIR) its own optimized graph: kernels and CPU latency; where
+// (onnxruntime-node, --ort DIR) its own optimized graph: kernels and CPU latency (a
+// structure-only model runs everywhere at weights made up from a seed); where
 // bench/gpu/run.sh has measured on a GPU, those figures (gpu_results.h). Prints a
 // table, and writes JSON and an SVG bar chart on request. A MODEL is an .onnx file or a folder
 // holding model.onnx. Exit 0 done (a model that fails is reported in its row), 1 a twin whose
 // outputs differ from the interpreter's (after the table is written), 2 bad usage.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -20,6 +22,7 @@
 
 #include "codegen/cpu_backend.h"
 #include "cost/cost_model.h"
+#include "frontend/onnx_export.h"
 #include "frontend/onnx_import.h"
 #include "frontend/test_data.h"
 #include "ir/interpreter.h"
@@ -88,9 +91,17 @@ nlohmann::json bench_model(const Args& args, const fs::path& model, const std::s
                         {"file", model.string()}};
   say("import");
   ir::Graph original = frontend::import_onnx(model);
+  // A structure-only model runs at made-up weights (ONNX Runtime too, from a copy written with
+  // them): its times are real, its outputs only compared between the interpreter and the twin.
+  const bool seeded = !args.no_measure && !tools::missing_weight_files(original).empty() &&
+                      tools::opaque_node_labels(original).empty();
+  if (seeded) {
+    say("seed weights");
+    tools::seed_missing_weights(original, 1);
+  }
   bool weights = tools::missing_weight_files(original).empty();
   bool runnable = weights && tools::opaque_node_labels(original).empty();
-  row["weights"] = weights;
+  row["weights"] = seeded ? "seeded" : weights ? "model" : "missing";
 
   say("optimize");
   optimizer::OptimizeOptions options;
@@ -137,7 +148,15 @@ nlohmann::json bench_model(const Args& args, const fs::path& model, const std::s
 
   if (!args.ort.empty()) {
     say("ONNX Runtime");
-    OrtResult ort = run_ort(args.ort, model, args.runs);
+    fs::path ort_model = model;
+    if (seeded) {
+      ort_model =
+          fs::temp_directory_path() / fmt::format("eqfuse-bench-seeded-{}-{}.onnx", getpid(),
+                                                  model.parent_path().filename().string());
+      frontend::export_onnx(original, ort_model);
+    }
+    OrtResult ort = run_ort(args.ort, ort_model, args.runs);
+    if (seeded) fs::remove(ort_model);
     if (ort.ok) {
       row["ort"] = {
           {"kernels", optimizer::count_launching_ops(frontend::import_onnx(ort.optimized))},
@@ -198,6 +217,7 @@ void print_table(const nlohmann::json& rows, const std::string& device, bool ort
                                gpu_cell(r, "compile_ms", "{:.4f}"),
                                gpu_cell(r, "compile_vs_eqfuse", "{:.2f}x"));
     if (r.contains("twin_match") && !r["twin_match"].get<bool>()) std::cout << "  TWIN MISMATCH";
+    if (r.contains("weights") && r["weights"] == "seeded") std::cout << "  (seeded weights)";
     if (r.contains("measured_note"))
       std::cout << "  (" << r["measured_note"].get<std::string>() << ")";
     std::cout << "\n";
