@@ -38,7 +38,7 @@
 //                       | entry (f32 buffers only); a weight B |
 //                       | in panels of 64 columns: an item of  |
 //                       | 64 columns, CBLAS a call per panel   |
-//   attention           | an item per 32 query rows; blocks of | a thread block per 8 query
+//   attention           | an item per 64 query rows; blocks of | a thread block per 8 query
 //   softmax(S)·V        | 64 keys, K and V tiles in arrays, a  | rows, a warp per row; K and V
 //                       | row's scores and its sums along V in | tiles of 32 keys in shared
 //                       | vector registers, the running        | memory (__syncthreads), a

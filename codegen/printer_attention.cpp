@@ -9,11 +9,12 @@ namespace eqfuse::codegen::detail {
 // scores for the block are computed and put through the pointwise work between Q·K and the
 // Softmax, and folded into the row's running maximum m, sum l and row of sums acc, rescaling
 // what came before by exp(m_old - m_new): FlashAttention's online softmax.
-// On the CPU an item is 32 rows and a block 64 keys; rows go in groups of kAttentionRows, whose
-// scores for the block, and sums along V's row (padded to whole vectors), are vectors held in
-// registers (vector_variants) while the depth, or the block's keys, go by. On CUDA an item is a
-// thread block of 8 warps, a warp per row; the block's threads load a block of 32 keys' K and V
-// into shared memory together, a lane's score is its key's, and the lanes share out V's row.
+// On the CPU an item is kAttentionTileRows rows and a block 64 keys; rows go in groups of
+// kAttentionRows, whose scores for the block, and sums along V's row (padded to whole vectors), are
+// vectors held in registers (vector_variants) while the depth, or the block's keys, go by. On CUDA
+// an item is a thread block of 8 warps, a warp per row; the block's threads load a block of 32
+// keys' K and V into shared memory together, a lane's score is its key's, and the lanes share out
+// V's row.
 std::string Writer::body_attention(const Stage& s) {
   const ir::Node& pv = g_.node(s.node);
   const ir::Node& qk = g_.node(s.attention->scores);
@@ -22,7 +23,7 @@ std::string Writer::body_attention(const Stage& s) {
   const ValueId scores = qk.outputs[0], logits = sm.inputs[0];
   const bool cuda = target_ == Target::Cuda;
   const std::optional<DType> mma = attention_mma_type(s);
-  const int tile_rows = mma ? 16 * kAttentionWarps : cuda ? kAttentionWarps : 32;
+  const int tile_rows = mma ? 16 * kAttentionWarps : cuda ? kAttentionWarps : kAttentionTileRows;
   const int block = cuda ? 32 : 64;
   const size_t r = rank(out);
   const ir::Dim& queries = type(out).shape[r - 2];

@@ -1044,10 +1044,11 @@ ir::Graph attention_graph(const std::string& mask, int64_t heads, int64_t querie
 
 TEST_CASE("attention with and without a mask") {
   // 67 keys: a whole and a partial block of the CPU's 64 and of CUDA's 32; K's depth 8 and V's
-  // width 5 differ; 1 query, 6, and 37: a whole and a partial tile of the CPU's 32 rows (the
-  // twin's groups of 4 rows: 1, 4 + 2 and 8 groups + 5 end in a group with rows past the last).
+  // width 5 differ; 1 query, 6, 37, and 70: a whole and a partial tile of the CPU's 64 rows (the
+  // twin's groups of 4 rows: 1, 4 + 2, 9 groups + 1 and 1 group + 2 end in a group with rows
+  // past the last).
   for (const char* mask : {"none", "additive", "causal"}) {
-    for (int64_t queries : {1, 6, 37}) {
+    for (int64_t queries : {1, 6, 37, 70}) {
       INFO("mask " << mask << ", " << queries << " queries");
       ir::Graph g = attention_graph(mask, 3, queries, 67, 8, 5);
       // One stage for the whole kernel (K's transpose folded into its loads), on both targets,
