@@ -24,20 +24,22 @@
 //   last axes, ArgMax,  | (sums, here and in a rows stage's    | per output (over 1024: a
 //   ArgMin              | reductions: omp simd reductions)     | block), combined as above
 //                       |                                      | (ArgMax: extreme and index)
-//   MatMul / Gemm       | one item per block of up to 4 output | one cuBLAS strided-batched
-//                       | rows (of the whole batch where B is  | call (batch dims equal or
-//                       | one matrix; the last block's rows    | broadcast whole): SGEMM for
-//                       | one at a time) and 256 columns,      | f32 buffers, GemmEx (f32
-//                       | register tiles of two vectors of     | accumulate) for f16/bf16;
-//                       | columns (up to four where the tile's | with a bias, ReLU or added
-//                       | accumulators allow; transB: 64       | matrix after it: cuBLASLt
-//                       | columns an item, tiles of 4 rows by  | with that epilogue (trees);
-//                       | up to 4 columns of vectors of dot    | else a thread per element
-//                       | products, added across lanes); with  |
-//                       | EQFUSE_CBLAS, CBLAS SGEMM per batch  |
-//                       | entry (f32 buffers only); a weight B |
-//                       | in panels of 64 columns: an item of  |
-//                       | 64 columns, CBLAS a call per panel   |
+//   MatMul / Gemm       | one item per block of 12 output rows | one cuBLAS strided-batched
+//                       | (4 where there are under 192; of the | call (batch dims equal or
+//                       | whole batch where B is one matrix;   | broadcast whole): SGEMM for
+//                       | a ragged block's in tiles of 4 and 2 | f32 buffers, GemmEx (f32
+//                       | and single rows) and 256 columns,    | accumulate) for f16/bf16;
+//                       | register tiles of 4 rows (AVX-512;   | with a bias, ReLU or added
+//                       | 6 else) by 2 to 4 vectors of columns | matrix after it: cuBLASLt
+//                       | (transB: 64 columns an item, tiles   | with that epilogue (trees);
+//                       | of 4 rows by up to 4 columns of      | else a thread per element
+//                       | vectors of dot products, added       |
+//                       | across lanes); with EQFUSE_CBLAS,    |
+//                       | CBLAS SGEMM per batch entry (f32     |
+//                       | buffers only); a weight B in panels  |
+//                       | of 64 columns: an item of 64 columns |
+//                       | (panel by panel where they take 1    |
+//                       | MiB or more), CBLAS a call per panel |
 //   attention           | an item per 64 query rows; blocks of | a thread block per 8 query
 //   softmax(S)·V        | 64 keys, K and V tiles in arrays, a  | rows, a warp per row; K and V
 //                       | row's scores and its sums along V in | tiles of 32 keys in shared
@@ -70,7 +72,10 @@
 //                       | out; 3x3 at stride 1, rows of 10 or  |
 //                       | more: Winograd's F(2x2 or 4x4, 3x3)  |
 //                       | over transformed weight blocks, a    |
-//                       | row of tiles per item                |
+//                       | row of tiles per item; 1x1 over 256  |
+//                       | or more channels (64 at a stride):   |
+//                       | pixels by W^T's panels in MatMul's   |
+//                       | register tiles                       |
 //                       |                                      | fused act(conv + z + bias)
 //                       |                                      | where the stage is that; the
 //                       |                                      | fastest timed at the first

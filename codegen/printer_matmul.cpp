@@ -164,10 +164,10 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     if (panels)
       for (const ir::Dim& d : type(*panels).shape.dims()) bytes *= d.value();
     const bool by_panel = bytes >= kPanelMajorBytes;
-    line(
-        fmt::format("const int64_t nc = i {} {};", by_panel ? "/" : "%", by_panel ? rows : chunks));
-    line(
-        fmt::format("const int64_t ib = i {} {};", by_panel ? "%" : "/", by_panel ? rows : chunks));
+    const std::string blocks_of_rows = "(" + rows + ")";  // imul leaves a product unbracketed
+    const std::string& per = by_panel ? blocks_of_rows : chunks;
+    line(fmt::format("const int64_t nc = i {} {};", by_panel ? "/" : "%", per));
+    line(fmt::format("const int64_t ib = i {} {};", by_panel ? "%" : "/", per));
     line(fmt::format("const int64_t n1 = {} - nc * {} < {} ? {} : nc * {} + {};", N, chunk, chunk,
                      N, chunk, chunk));
     item = "ib";

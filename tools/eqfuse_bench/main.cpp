@@ -67,6 +67,15 @@ double median_ms(int runs, F&& f) {
   return ms[ms.size() / 2];
 }
 
+// Files and folders removed when it goes out of scope, errors ignored.
+struct RemovedOnExit {
+  std::vector<fs::path> paths;
+  ~RemovedOnExit() {
+    std::error_code ignored;
+    for (const fs::path& p : paths) fs::remove_all(p, ignored);
+  }
+};
+
 fs::path model_file(const std::string& given) {
   fs::path p(given);
   if (fs::is_directory(p)) p /= "model.onnx";
@@ -148,21 +157,22 @@ nlohmann::json bench_model(const Args& args, const fs::path& model, const std::s
 
   if (!args.ort.empty()) {
     say("ONNX Runtime");
+    RemovedOnExit scratch;  // the seeded copy and ONNX Runtime's graph, whatever happens
     fs::path ort_model = model;
-    if (seeded) {
-      ort_model =
-          fs::temp_directory_path() / fmt::format("eqfuse-bench-seeded-{}-{}.onnx", getpid(),
-                                                  model.parent_path().filename().string());
+    if (seeded) {  // in a folder named as the model's, which names ONNX Runtime's graph too
+      const fs::path dir = fs::temp_directory_path() / fmt::format("eqfuse-bench-{}", getpid());
+      scratch.paths.push_back(dir);
+      ort_model = dir / model.parent_path().filename() / "model.onnx";
+      fs::create_directories(ort_model.parent_path());
       frontend::export_onnx(original, ort_model);
     }
     OrtResult ort = run_ort(args.ort, ort_model, args.runs);
-    if (seeded) fs::remove(ort_model);
+    scratch.paths.push_back(ort.optimized);
     if (ort.ok) {
       row["ort"] = {
           {"kernels", optimizer::count_launching_ops(frontend::import_onnx(ort.optimized))},
           {"ms", ort.ms},
           {"twin_vs_ort", ort.ms / twin_ms}};
-      fs::remove(ort.optimized);
     } else {
       row["ort"] = {{"note", ort.note}};
     }
