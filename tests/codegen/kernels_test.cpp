@@ -99,6 +99,14 @@ void for_each_vector_width(Check check) {
 #endif
 }
 
+// The data of the plan's weight named `name` (a reordered copy the plan made, say).
+const ir::Tensor& plan_weight(const codegen::KernelPlan& plan, const std::string& name) {
+  auto v = std::find_if(plan.weights.begin(), plan.weights.end(),
+                        [&](ValueId w) { return plan.graph.value(w).name == name; });
+  REQUIRE(v != plan.weights.end());
+  return *plan.graph.weight_data(*v);
+}
+
 ValueId kernel(GraphBuilder& b, const std::string& body, std::vector<ValueId> inputs) {
   return b.op("Kernel", std::move(inputs), {{"body", ir::AttrValue(body)}});
 }
@@ -1504,13 +1512,7 @@ TEST_CASE("1x1 convolutions as products of their pixels by W^T's panels") {
   for (const char* kept : {"w48", "w32", "w64"}) CHECK(weights.count(kept));
   CHECK(weights.count("w13"));  // the padded convolution reads it as it is
   // W^T's panels: panel p holds output channels 64 p.. for every input channel.
-  auto panels_of = [&](const std::string& name) -> const ir::Tensor& {
-    auto v = std::find_if(plan.weights.begin(), plan.weights.end(),
-                          [&](ValueId w) { return plan.graph.value(w).name == name; });
-    REQUIRE(v != plan.weights.end());
-    return *plan.graph.weight_data(*v);
-  };
-  const ir::Tensor& p7 = panels_of("w7_panels");
+  const ir::Tensor& p7 = plan_weight(plan, "w7_panels");
   CHECK(p7.dims() == std::vector<int64_t>{2, 256, 64});
   const ir::Tensor& w7_data = *g.weight_data(w7);
   for (int64_t m : {0, 5, 63, 64, 127})
@@ -1921,16 +1923,10 @@ TEST_CASE("products over weights read B in panels of 64 columns, zero past the l
   CHECK(weights == std::set<std::string>{"w70_panels", "w300_panels", "wt_panels", "w128_panels",
                                          "w3_panels", "w3", "sq", "bias", "c300"});
   // A panel holds B's columns for every k, zeros past the last column; B^T's for transB.
-  auto panels_of = [&](const std::string& name) -> const ir::Tensor& {
-    auto v = std::find_if(plan.weights.begin(), plan.weights.end(),
-                          [&](ValueId w) { return plan.graph.value(w).name == name; });
-    REQUIRE(v != plan.weights.end());
-    return *plan.graph.weight_data(*v);
-  };
-  const ir::Tensor& p70 = panels_of("w70_panels");
+  const ir::Tensor& p70 = plan_weight(plan, "w70_panels");
   CHECK(p70.dims() == std::vector<int64_t>{2, 13, 64});
   const ir::Tensor& w70_data = *g.weight_data(w70);
-  const ir::Tensor& pt = panels_of("wt_panels");
+  const ir::Tensor& pt = plan_weight(plan, "wt_panels");
   CHECK(pt.dims() == std::vector<int64_t>{2, 37, 64});
   const ir::Tensor& wt_data = *g.weight_data(wt);
   for (int64_t panel = 0; panel < 2; ++panel)
