@@ -463,21 +463,23 @@ void add_weight_blocks(KernelPlan& plan) {
   // One copy of weights that several stages read in the same form (a Winograd tile size, 0 for
   // the channel tiles; -1 for panels, -2 for panels of B^T).
   std::map<std::pair<ValueId, int>, ValueId> blocks_of;
+  // Weight `wv` as the panels of a K x N matrix B (its rows are B's columns where `transposed`).
+  auto panels = [&](ValueId wv, int64_t K, int64_t N, bool transposed) {
+    auto [at, fresh] = blocks_of.try_emplace({wv, transposed ? -2 : -1}, ir::kNoValue);
+    if (fresh)
+      at->second = g.add_weight(g.unique_name(g.value(wv).name + "_panels"),
+                                matrix_panels(g.weight_data(wv)->data<float>(), K, N, transposed));
+    return at->second;
+  };
   for (Stage& s : plan.stages) {
     if ((s.kind == StageKind::MatMul || s.kind == StageKind::Gemm) &&
         takes_panels(g, g.node(s.node), plan.precision)) {
       const ir::Node& n = g.node(s.node);
       const ValueId wv = n.inputs[1];
       const bool transposed = n.op_type == "Gemm" && ir::make_context(g, n).attr_int("transB");
-      auto [at, fresh] = blocks_of.try_emplace({wv, transposed ? -2 : -1}, ir::kNoValue);
-      if (fresh) {
-        const auto& d = g.value(wv).type.shape;
-        const int64_t K = d[transposed ? 1 : 0].value(), N = d[transposed ? 0 : 1].value();
-        auto w = g.weight_data(wv);
-        at->second = g.add_weight(g.unique_name(g.value(wv).name + "_panels"),
-                                  matrix_panels(w->data<float>(), K, N, transposed));
-      }
-      s.weight_blocks = at->second;
+      const auto& d = g.value(wv).type.shape;
+      s.weight_blocks =
+          panels(wv, d[transposed ? 1 : 0].value(), d[transposed ? 0 : 1].value(), transposed);
       continue;
     }
     const std::optional<int> form =
@@ -485,22 +487,18 @@ void add_weight_blocks(KernelPlan& plan) {
     if (!form) continue;
     const ValueId wv = g.node(s.node).inputs[1];
     s.winograd = *form;
+    const auto& d = g.value(wv).type.shape;
+    const int64_t M = d[0].value(), C = d[1].value(), taps = d[2].value() * d[3].value();
+    if (taps == 1) {  // the product form: W^T's panels, as a Gemm's transposed B (C x M)
+      s.weight_blocks = panels(wv, C, M, /*transposed=*/true);
+      continue;
+    }
     if (auto known = blocks_of.find({wv, s.winograd}); known != blocks_of.end()) {
       s.weight_blocks = known->second;
       continue;
     }
-    const auto& d = g.value(wv).type.shape;
-    const int64_t M = d[0].value(), C = d[1].value(), taps = d[2].value() * d[3].value();
     const int64_t alpha = s.winograd + 2, places = alpha * alpha;
     auto w = g.weight_data(wv);
-    if (taps == 1) {  // W^T's panels, as a Gemm's transposed B (C x M)
-      auto [at, fresh] = blocks_of.try_emplace({wv, -2}, ir::kNoValue);
-      if (fresh)
-        at->second = g.add_weight(g.unique_name(g.value(wv).name + "_panels"),
-                                  matrix_panels(w->data<float>(), C, M, /*transposed=*/true));
-      s.weight_blocks = at->second;
-      continue;
-    }
     const std::span<const float> from = w->data<float>();
     ir::Tensor blocks(ir::DType::f32,
                       s.winograd ? std::vector<int64_t>{M / kWeightBlock, places, C, kWeightBlock}

@@ -845,8 +845,7 @@ std::string Writer::body_conv_product(const Stage& s) {
   const int64_t H = type(x).shape[2].value(), W = type(x).shape[3].value();
   const int64_t OW = type(out).shape[3].value(), P = type(out).shape[2].value() * OW;
   // Rows per block: as a matrix product's (body_matmul_rows), over the pixels of an image.
-  int64_t mb = P < kMatmulFewRows ? 4 : kMatmulBlockRows;
-  if (P < mb) mb = P >= 2 ? 2 : 1;
+  const int64_t mb = fit_block_rows(P < kMatmulFewRows ? 4 : kMatmulBlockRows, P);
   const bool ragged = mb > 1 && P % mb != 0;
   const int64_t blocks = (P + mb - 1) / mb, panel_count = (M + kPanelWidth - 1) / kPanelWidth;
   const bool by_panel = M * C * int64_t(sizeof(float)) >= kPanelMajorBytes;

@@ -128,15 +128,7 @@ std::string Writer::body_matmul_rows(const Stage& s) {
                    ? std::optional<int64_t>(*all_rows * type(out).shape[k].value())
                    : std::nullopt;
   if (b_rows && !dots && all_rows && *all_rows < kMatmulFewRows) mb = 4;
-  if (row_dim.is_static() && row_dim.value() < mb) {
-    const int64_t most = mb;
-    mb = 1;
-    for (int64_t fewer : {6, 4, 2})
-      if (fewer < most && fewer <= row_dim.value()) {
-        mb = fewer;
-        break;
-      }
-  }
+  if (row_dim.is_static()) mb = fit_block_rows(mb, row_dim.value());
   const bool ragged = mb > 1 && !(row_dim.is_static() && row_dim.value() % mb == 0);
   const std::string blocks = mb > 1 ? fmt::format("(({} + {}) / {})", R, mb - 1, mb) : R;
   std::vector<std::string> rdims{blocks};
@@ -324,16 +316,13 @@ std::string Writer::body_matmul_rows(const Stage& s) {
     return std::function<void(const std::string&, const std::string&)>(
         [&store, q, at](const std::string& col, const std::string& v) { store(q, at, col, v); });
   };
-  auto tile = [&](int lanes, int accumulators, int64_t tm, const std::string& first) {
-    row_tile(rt, lanes, accumulators, tm, first);
-  };
   row_blocks(
       ct, mb, ragged,
       [&](int lanes, int accumulators, int64_t tm, const std::string& first) {
         if (dots)
           dot_tile(lanes, accumulators, tm, first);
         else
-          tile(lanes, accumulators, tm, first);
+          row_tile(rt, lanes, accumulators, tm, first);
       },
       dots);
   return imul(rows, chunks);

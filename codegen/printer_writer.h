@@ -120,6 +120,14 @@ inline constexpr int64_t kMatmulBlockRows = 12;
 // that its items still split evenly across threads (their work is static: `omp for
 // schedule(static)`).
 inline constexpr int64_t kMatmulFewRows = 192;
+// Rows per block of a twin product: `most`, or where a matrix has fewer `rows`, the largest of
+// 6, 4, 2 and 1 below both.
+inline int64_t fit_block_rows(int64_t most, int64_t rows) {
+  if (rows >= most) return most;
+  for (int64_t fewer : {6, 4, 2})
+    if (fewer < most && fewer <= rows) return fewer;
+  return 1;
+}
 // A twin convolution shares its weights across several vectors of a row where each output sums
 // at least this many products (body_conv_tiles).
 inline constexpr int64_t kSharedReduction = 64;

@@ -234,14 +234,7 @@ TEST_CASE("initializer data that does not fit its shape is an error", "[frontend
 TEST_CASE("external data must stay inside the model's folder", "[frontend][bad_input]") {
   for (const char* location : {"/etc/passwd", "../outside.bin", "sub/../../outside.bin"}) {
     auto m = relu_model();
-    auto* t = m.mutable_graph()->add_initializer();
-    t->set_name("w");
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    t->add_dims(2);
-    t->set_data_location(onnx::TensorProto::EXTERNAL);
-    auto* kv = t->add_external_data();
-    kv->set_key("location");
-    kv->set_value(location);
+    add_external_float_initializer(m, "w", {2}, location);
     Error e = import_error(bytes_of(m));
     CHECK(says(e, "'w'"));
     CHECK((says(e, "absolute") || says(e, "escapes")));
@@ -250,15 +243,7 @@ TEST_CASE("external data must stay inside the model's folder", "[frontend][bad_i
 
 TEST_CASE("missing external weights import; reading them says which file", "[frontend]") {
   auto m = relu_model();
-  auto* t = m.mutable_graph()->add_initializer();
-  t->set_name("w");
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_dims(2);
-  t->add_dims(3);
-  t->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto* kv = t->add_external_data();
-  kv->set_key("location");
-  kv->set_value("weights.bin");
+  add_external_float_initializer(m, "w", {2, 3}, "weights.bin");
   add_node(m, "Add", {"y", "w"}, {"z"}, "add");
   m.mutable_graph()->mutable_output(0)->set_name("z");
   fs::path dir = temp_dir("external");

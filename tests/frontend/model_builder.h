@@ -90,6 +90,19 @@ inline void add_float_initializer(onnx::ModelProto& m, const std::string& name,
   for (int64_t i = 0; i < n; ++i) t->add_float_data(fill + static_cast<float>(i));
 }
 
+// A FLOAT initializer whose data lies in the external file `location` (which may be absent).
+inline void add_external_float_initializer(onnx::ModelProto& m, const std::string& name,
+                                           std::vector<int64_t> dims, const std::string& location) {
+  auto* t = m.mutable_graph()->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = t->add_external_data();
+  kv->set_key("location");
+  kv->set_value(location);
+}
+
 inline std::string bytes_of(const onnx::ModelProto& m) {
   std::string s;
   m.SerializeToString(&s);

@@ -185,15 +185,7 @@ TEST_CASE("eqfuse compile --seed-weights writes made-up weights for a structure-
   fs::path dir = fresh_dir("compile_seed_weights");
   auto m = onnx_model();
   add_input(m, "x", {5, 8});
-  auto* t = m.mutable_graph()->add_initializer();
-  t->set_name("w");
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_dims(8);
-  t->add_dims(70);
-  t->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto* kv = t->add_external_data();
-  kv->set_key("location");
-  kv->set_value("absent_weights.bin");
+  add_external_float_initializer(m, "w", {8, 70}, "absent_weights.bin");
   add_node(m, "MatMul", {"x", "w"}, {"y"}, "product");
   add_output(m, "y", {5, 70});
   {
@@ -202,8 +194,10 @@ TEST_CASE("eqfuse compile --seed-weights writes made-up weights for a structure-
   }
   for (bool seed : {false, true}) {
     fs::path tree = dir / (seed ? "seeded" : "plain");
-    std::vector<std::string> args = {"compile", (dir / "structure_only.onnx").string(),
-                                     "--target", "cpu", "--out", tree.string(), "--json"};
+    std::vector<std::string> args = {"compile",  (dir / "structure_only.onnx").string(),
+                                     "--target", "cpu",
+                                     "--out",    tree.string(),
+                                     "--json"};
     if (seed) args.push_back("--seed-weights");
     Result r = run_eqfuse(args);
     INFO(describe({"compile"}, r));

@@ -167,14 +167,7 @@ TEST_CASE("eqfuse run says clearly what it cannot execute (exit 3)", "[tools][ru
   // Weights in an external file that is absent.
   auto w = onnx_model();
   add_input(w, "x", {2});
-  auto* t = w.mutable_graph()->add_initializer();
-  t->set_name("w");
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  t->add_dims(2);
-  t->set_data_location(onnx::TensorProto::EXTERNAL);
-  auto* kv = t->add_external_data();
-  kv->set_key("location");
-  kv->set_value("absent_weights.bin");
+  add_external_float_initializer(w, "w", {2}, "absent_weights.bin");
   add_node(w, "Add", {"x", "w"}, {"y"});
   add_output(w, "y", {2});
   write_file(dir / "structure_only.onnx", bytes_of(w));
@@ -192,7 +185,8 @@ TEST_CASE("eqfuse run says clearly what it cannot execute (exit 3)", "[tools][ru
     REQUIRE(r.code == 0);
     nlohmann::json j = parse_json(r.out);
     CHECK(j["seeded_weights"] == 1);
-    return std::make_pair(j["outputs"][0]["min"].get<double>(), j["outputs"][0]["max"].get<double>());
+    return std::make_pair(j["outputs"][0]["min"].get<double>(),
+                          j["outputs"][0]["max"].get<double>());
   };
   const auto interpreted = seeded("--seed 3"), twin = seeded("--seed 3 --backend cpu");
   CHECK(twin.first == Approx(interpreted.first).epsilon(1e-6));
