@@ -24,13 +24,14 @@ nlohmann::json type_json(const ir::TensorType& type) {
   return j;
 }
 
+bool weight_missing(const ir::Value& v) {
+  return v.external && !v.data && !std::filesystem::exists(v.external->file);
+}
+
 std::vector<std::string> missing_weight_files(const ir::Graph& graph) {
   std::set<std::string> missing;
-  for (const ir::Value& v : graph.values()) {
-    if (v.external && !v.data && !std::filesystem::exists(v.external->file)) {
-      missing.insert(v.external->file.string());
-    }
-  }
+  for (const ir::Value& v : graph.values())
+    if (weight_missing(v)) missing.insert(v.external->file.string());
   return {missing.begin(), missing.end()};
 }
 

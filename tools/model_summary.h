@@ -11,6 +11,8 @@ namespace eqfuse::tools {
 
 // JSON of a type: {"dtype": "f32", "shape": [1, "batch", "?"]} (shape null when unranked).
 nlohmann::json type_json(const ir::TensorType& type);
+// Whether `v` is a weight whose external file does not exist (a structure-only model's).
+bool weight_missing(const ir::Value& v);
 // The external weight files a graph refers to that do not exist.
 std::vector<std::string> missing_weight_files(const ir::Graph& graph);
 // "Op 'name'" of every opaque node (first few), for messages.

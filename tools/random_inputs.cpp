@@ -8,6 +8,7 @@
 
 #include "frontend/test_data.h"
 #include "support/error.h"
+#include "tools/model_summary.h"
 
 namespace eqfuse::tools {
 
@@ -176,7 +177,7 @@ size_t seed_missing_weights(ir::Graph& graph, uint64_t seed) {
   size_t filled = 0;
   for (size_t id = 0; id < graph.values().size(); ++id) {
     ir::Value& v = graph.value(ir::ValueId(id));
-    if (!v.external || v.data || std::filesystem::exists(v.external->file)) continue;
+    if (!weight_missing(v)) continue;
     std::vector<int64_t> shape;
     for (const ir::Dim& d : v.type.shape.dims()) {
       if (!d.is_static())
