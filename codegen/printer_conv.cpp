@@ -696,10 +696,10 @@ std::vector<ConvTile> Writer::conv_gemm_tiles(const Stage& s) const {
                           ws[0].value() / ir::make_context(g_, n).attr_int("group"));
 }
 
-std::vector<std::string> Writer::block_bias(const ir::Node& n) {
-  std::vector<std::string> bias(size_t(kWeightBlock), "0.0f");
+std::vector<std::string> Writer::block_bias(const ir::Node& n, int64_t channels) {
+  std::vector<std::string> bias(size_t(channels), "0.0f");
   if (n.inputs.size() > 2 && n.inputs[2] != ir::kNoValue)
-    for (int64_t k = 0; k < kWeightBlock; ++k) {
+    for (int64_t k = 0; k < channels; ++k) {
       bias[size_t(k)] = fresh("b");
       line(fmt::format("const float {} = (float){};", bias[size_t(k)],
                        elem(n.inputs[2], Index{iadd("m0", std::to_string(k))})));
@@ -707,20 +707,40 @@ std::vector<std::string> Writer::block_bias(const ir::Node& n) {
   return bias;
 }
 
-void Writer::block_bias_vectors(const std::vector<std::string>& bias, int lanes) {
-  for (int64_t v = 0; v < kWeightBlock / lanes; ++v) {
+void Writer::block_bias_vectors(const std::vector<std::string>& bias, int lanes, size_t first,
+                                size_t count) {
+  for (size_t v = 0; v < count / size_t(lanes); ++v) {
     std::string lanes_of;
-    for (int u = 0; u < lanes; ++u) lanes_of += (u ? ", " : "") + bias[size_t(v * lanes + u)];
+    for (size_t u = 0; u < size_t(lanes); ++u)
+      lanes_of += (u ? ", " : "") + bias[first + v * size_t(lanes) + u];
     line(fmt::format("const vec bv{} = {{{}}};", v, lanes_of));
   }
 }
 
-// An item is one output row of kWeightBlock output channels. The row is cut into chunks of as
-// many pixels as the registers hold a vector of the block's channels for; for each input channel
-// and tap, a chunk adds its input pixels times the tap's weight vector. The taps that fall in the
-// padding are left out, not multiplied by zeros: the printer knows them for each pixel of a
-// chunk at a static place, and a chunk in the middle of the row has none, so those chunks share
-// one loop.
+int64_t Writer::channel_tile_blocks(int accumulators, int64_t nv, int64_t most_blocks, int64_t OW) {
+  int64_t best = 1;
+  double best_ratio = 0;
+  for (int64_t b = 1; b <= most_blocks; ++b) {
+    if (most_blocks % b != 0) continue;
+    const int64_t vectors = b * nv, width = channel_tile_width(accumulators, vectors);
+    const int64_t chunks = (OW + width - 1) / width;
+    // Multiply-adds per value loaded, each tap: a chunk's weight vectors, and each pixel once.
+    const double ratio = double(vectors * OW) / double(chunks * vectors + OW);
+    if (ratio > best_ratio) best = b, best_ratio = ratio;
+  }
+  return best;
+}
+
+// An item is one output row of a group of blocks of kWeightBlock output channels (up to
+// kChannelTileBlocks, as many as channel_tile_blocks finds best for AVX-512 where the items stay
+// at least kChannelTileItems; a target with fewer registers takes the group's blocks a few at a
+// time). The row is cut into chunks of as many pixels as the registers hold vectors of those
+// blocks' channels for; for each input channel and tap, a chunk adds its input pixels times the
+// tap's weight vectors: each pixel loaded feeds a multiply-add per vector, and each weight vector
+// one per pixel (rows of 7 pixels, a block at a time, had loaded more than they multiplied).
+// The taps that fall in the padding are left out, not multiplied by zeros: the printer knows
+// them for each pixel of a chunk at a static place, and a chunk in the middle of the row has
+// none, so those chunks share one loop.
 std::string Writer::body_conv_channels(const Stage& s) {
   const ir::Node& n = g_.node(s.node);
   const ValueId x = n.inputs[0], blocks_of_w = *s.weight_blocks, out = s.output;
@@ -731,100 +751,119 @@ std::string Writer::body_conv_channels(const Stage& s) {
   const int64_t sw = win[1].stride, pw = win[1].pad_begin, dw = win[1].dilation;
   const int64_t W = type(x).shape[3].value(), OW = type(out).shape[3].value();
   const std::string H = dim(x, 2), B = std::to_string(kWeightBlock);
-  const int64_t blocks = M / kWeightBlock;
-  Index r = decompose("i", {dim(out, 0), std::to_string(blocks), dim(out, 2)},
-                      {dim_is_one(out, 0), blocks == 1, dim_is_one(out, 2)});
+  const int64_t blocks = M / kWeightBlock, block_weights = C * KH * KW * kWeightBlock;
+  // Blocks per item: at most the most that divide the blocks and leave enough items (at a batch
+  // of 1; the plan takes this form only at static spatial sizes).
+  const int64_t OH = type(out).shape[2].value();
+  int64_t most = 1;
+  for (int64_t b = kChannelTileBlocks; b > 1 && most == 1; --b)
+    if (blocks % b == 0 && blocks / b * OH >= kChannelTileItems &&
+        b * block_weights * int64_t(sizeof(float)) <= kChannelTileWeightBytes)
+      most = b;
+  const int64_t nb = channel_tile_blocks(kTileAccumulatorsAvx512, 1, most, OW);
+  Index r = decompose("i", {dim(out, 0), std::to_string(blocks / nb), dim(out, 2)},
+                      {dim_is_one(out, 0), blocks == nb, dim_is_one(out, 2)});
   const std::string oh = r[2];
-  line(fmt::format("const int64_t m0 = {} * {};", r[1], B));
+  line(fmt::format("const int64_t m0 = {} * {};", r[1], nb * kWeightBlock));
   line(fmt::format("const float* xg = {} + {} * {} * {} * {};", ptr(x), r[0], C, H, W));
-  line(fmt::format("const float* wb = {} + {} * {};", ptr(blocks_of_w), r[1],
-                   C * KH * KW * kWeightBlock));
-  const std::vector<std::string> bias = block_bias(n);
+  line(fmt::format("const float* wb = {} + {} * {};", ptr(blocks_of_w), r[1], nb * block_weights));
+  const std::vector<std::string> bias = block_bias(n, nb * kWeightBlock);
   // Input column of pixel q at tap kw, and whether it lies in the row.
   auto column = [&](int64_t q, int64_t kw) { return q * sw - pw + kw * dw; };
   auto inside = [&](int64_t q, int64_t kw) { return column(q, kw) >= 0 && column(q, kw) < W; };
   vector_variants("float", [&](int lanes, int accumulators) {
-    const int64_t nv = kWeightBlock / lanes;  // vectors per pixel
-    const int64_t most = channel_tile_width(accumulators, nv);
-    const int64_t chunks = (OW + most - 1) / most, tp = (OW + chunks - 1) / chunks;
-    block_bias_vectors(bias, lanes);
-    // One chunk of `size` pixels from q0: from `first` (static) or, where first < 0, from a
-    // loop's q0 (a chunk in the middle of the row, every tap inside).
-    auto chunk = [&](int64_t first, int64_t size) {
-      auto used = [&](int64_t j, int64_t kw) { return first < 0 || inside(first + j, kw); };
-      for (int64_t j = 0; j < size; ++j)
-        for (int64_t v = 0; v < nv; ++v) line(fmt::format("vec a{}_{} = bv{};", j, v, v));
-      open(fmt::format("for (int64_t c = 0; c < {}; ++c)", C));
-      line(fmt::format("const float* xc = xg + c * {} * {};", H, W));
-      line(fmt::format("const float* wc = wb + c * {};", KH * KW * kWeightBlock));
-      open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", KH));
-      line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", oh, sh, ph, dh));
-      line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
-      line(fmt::format("const float* xr = xc + ih * {};", W));
-      line(fmt::format("const float* wk = wc + kh * {};", KW * kWeightBlock));
-      for (int64_t kw = 0; kw < KW; ++kw) {
-        bool any = false;
-        for (int64_t j = 0; j < size; ++j) any = any || used(j, kw);
-        if (!any) continue;
-        for (int64_t v = 0; v < nv; ++v)
-          line(fmt::format("vec w{}_{}; memcpy(&w{}_{}, wk + {}, sizeof(vec));", kw, v, kw, v,
-                           kw * kWeightBlock + v * lanes));
-        for (int64_t j = 0; j < size; ++j) {
-          if (!used(j, kw)) continue;
-          const std::string at = first < 0
-                                     ? fmt::format("(q0 + {}) * {} - {} + {}", j, sw, pw, kw * dw)
-                                     : std::to_string(column(first + j, kw));
-          std::string sums;
-          for (int64_t v = 0; v < nv; ++v)
-            sums += fmt::format(" a{}_{} += p * w{}_{};", j, v, kw, v);
-          line(fmt::format("{{ const float p = xr[{}];{} }}", at, sums));
-        }
-      }
-      close();
-      close();
-      // Each pixel's channels stored (and their epilogue computed) by a loop, not unrolled, read
-      // from copies of its vectors (lane_of).
-      for (int64_t j = 0; j < size; ++j) {
-        const std::string e = fresh("e"), u = fresh("u");
-        std::vector<std::string> parts;
-        for (int64_t v = 0; v < nv; ++v) {
-          parts.push_back(fmt::format("{}_{}", e, v));
-          line(fmt::format("const vec {} = a{}_{};", parts.back(), j, v));
-        }
-        open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, B, u));
-        const std::string q = first < 0 ? fmt::format("(q0 + {})", j) : std::to_string(first + j);
-        Index at = {r[0], fmt::format("(m0 + {})", u), oh, q};
-        store_output(out, linear(out, at), at, lane_of(parts, lanes, u));
-        close();
-      }
-    };
-    // Chunks in the middle of the row (full, every tap inside) share a loop; the others are
-    // printed each at its place.
-    auto middle = [&](int64_t q0) {
-      if (q0 + tp > OW) return false;
-      for (int64_t j = 0; j < tp; ++j)
-        for (int64_t kw = 0; kw < KW; ++kw)
-          if (!inside(q0 + j, kw)) return false;
-      return true;
-    };
-    for (int64_t q0 = 0; q0 < OW;) {
-      int64_t end = q0;
-      while (end < OW && middle(end)) end += tp;
-      if (end - q0 >= 2 * tp) {
-        open(fmt::format("for (int64_t q0 = {}; q0 < {}; q0 += {})", q0, end, tp));
-        chunk(-1, tp);
-        close();
-        q0 = end;
-        continue;
-      }
-      const int64_t size = std::min(tp, OW - q0);
+    const int64_t per_block = kWeightBlock / lanes;  // vectors per pixel and block
+    // The item's blocks `sub` at a time, from block bg.
+    const int64_t sub = channel_tile_blocks(accumulators, per_block, nb, OW);
+    const int64_t nv = sub * per_block;  // vectors per pixel
+    const int64_t width = channel_tile_width(accumulators, nv);
+    const int64_t chunks = (OW + width - 1) / width, tp = (OW + chunks - 1) / chunks;
+    for (int64_t bg = 0; bg < nb; bg += sub) {
       open("");
-      chunk(q0, size);
+      block_bias_vectors(bias, lanes, size_t(bg * kWeightBlock), size_t(sub * kWeightBlock));
+      // One chunk of `size` pixels from q0: from `first` (static) or, where first < 0, from a
+      // loop's q0 (a chunk in the middle of the row, every tap inside).
+      auto chunk = [&](int64_t first, int64_t size) {
+        auto used = [&](int64_t j, int64_t kw) { return first < 0 || inside(first + j, kw); };
+        for (int64_t j = 0; j < size; ++j)
+          for (int64_t v = 0; v < nv; ++v) line(fmt::format("vec a{}_{} = bv{};", j, v, v));
+        open(fmt::format("for (int64_t c = 0; c < {}; ++c)", C));
+        line(fmt::format("const float* xc = xg + c * {} * {};", H, W));
+        line(fmt::format("const float* wc = wb + {} + c * {};", bg * block_weights,
+                         KH * KW * kWeightBlock));
+        open(fmt::format("for (int64_t kh = 0; kh < {}; ++kh)", KH));
+        line(fmt::format("const int64_t ih = {} * {} - {} + kh * {};", oh, sh, ph, dh));
+        line(fmt::format("if (ih < 0 || ih >= {}) continue;", H));
+        line(fmt::format("const float* xr = xc + ih * {};", W));
+        line(fmt::format("const float* wk = wc + kh * {};", KW * kWeightBlock));
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          bool any = false;
+          for (int64_t j = 0; j < size; ++j) any = any || used(j, kw);
+          if (!any) continue;
+          for (int64_t v = 0; v < nv; ++v)
+            line(fmt::format(
+                "vec w{}_{}; memcpy(&w{}_{}, wk + {}, sizeof(vec)); EQF_IN_REGISTER(w{}_{});", kw,
+                v, kw, v, v / per_block * block_weights + kw * kWeightBlock + v % per_block * lanes,
+                kw, v));
+          for (int64_t j = 0; j < size; ++j) {
+            if (!used(j, kw)) continue;
+            const std::string at = first < 0
+                                       ? fmt::format("(q0 + {}) * {} - {} + {}", j, sw, pw, kw * dw)
+                                       : std::to_string(column(first + j, kw));
+            std::string sums;
+            for (int64_t v = 0; v < nv; ++v)
+              sums += fmt::format(" a{}_{} += p * w{}_{};", j, v, kw, v);
+            line(fmt::format("{{ const float p = xr[{}];{} }}", at, sums));
+          }
+        }
+        close();
+        close();
+        // Each pixel's channels stored (and their epilogue computed) by a loop, not unrolled,
+        // read from copies of its vectors (lane_of).
+        for (int64_t j = 0; j < size; ++j) {
+          const std::string e = fresh("e"), u = fresh("u");
+          std::vector<std::string> parts;
+          for (int64_t v = 0; v < nv; ++v) {
+            parts.push_back(fmt::format("{}_{}", e, v));
+            line(fmt::format("const vec {} = a{}_{};", parts.back(), j, v));
+          }
+          open(fmt::format("for (int {} = 0; {} < {}; ++{})", u, u, sub * kWeightBlock, u));
+          const std::string q = first < 0 ? fmt::format("(q0 + {})", j) : std::to_string(first + j);
+          Index at = {r[0], fmt::format("(m0 + {})", iadd(std::to_string(bg * kWeightBlock), u)),
+                      oh, q};
+          store_output(out, linear(out, at), at, lane_of(parts, lanes, u));
+          close();
+        }
+      };
+      // Chunks in the middle of the row (full, every tap inside) share a loop; the others are
+      // printed each at its place.
+      auto middle = [&](int64_t q0) {
+        if (q0 + tp > OW) return false;
+        for (int64_t j = 0; j < tp; ++j)
+          for (int64_t kw = 0; kw < KW; ++kw)
+            if (!inside(q0 + j, kw)) return false;
+        return true;
+      };
+      for (int64_t q0 = 0; q0 < OW;) {
+        int64_t end = q0;
+        while (end < OW && middle(end)) end += tp;
+        if (end - q0 >= 2 * tp) {
+          open(fmt::format("for (int64_t q0 = {}; q0 < {}; q0 += {})", q0, end, tp));
+          chunk(-1, tp);
+          close();
+          q0 = end;
+          continue;
+        }
+        const int64_t size = std::min(tp, OW - q0);
+        open("");
+        chunk(q0, size);
+        close();
+        q0 += size;
+      }
       close();
-      q0 += size;
     }
   });
-  return fmt::format("{} * {} * {}", dim(out, 0), blocks, dim(out, 2));
+  return fmt::format("{} * {} * {}", dim(out, 0), blocks / nb, dim(out, 2));
 }
 
 // A 1x1 convolution whose weights the plan holds as panels of W^T (Stage::weight_blocks), as a

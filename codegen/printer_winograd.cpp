@@ -246,7 +246,7 @@ std::string Writer::body_conv_winograd(const Stage& s) {
     close();
 
     // Output transform: y = A^T P A.
-    block_bias_vectors(block_bias(n), lanes);
+    block_bias_vectors(block_bias(n, kWeightBlock), lanes, 0, size_t(kWeightBlock));
     open(fmt::format("for (int64_t t = 0; t < {}; ++t)", Tc));
     line(fmt::format("const int64_t ow0 = (t_first + t) * {};", m));
     line(fmt::format("float y[{}][{}];  // the tile's pixels, row by row", m * m, B));

@@ -131,6 +131,14 @@ inline int64_t fit_block_rows(int64_t most, int64_t rows) {
 // A twin convolution shares its weights across several vectors of a row where each output sums
 // at least this many products (body_conv_tiles).
 inline constexpr int64_t kSharedReduction = 64;
+// An item of the twin's channel tiles (body_conv_channels) takes up to this many blocks of
+// kWeightBlock output channels ...
+inline constexpr int64_t kChannelTileBlocks = 4;
+// ... where the convolution keeps at least this many items (per image) with them.
+inline constexpr int64_t kChannelTileItems = 32;
+// ... and their weights take at most this many bytes (a row of an item reads them all, and the
+// next row again: from the core's L2 where they fit).
+inline constexpr int64_t kChannelTileWeightBytes = 640 * 1024;
 // Columns per item of a twin matrix product (body_matmul_rows) where B's rows are contiguous (a
 // multiple of every register tile's width) ...
 inline constexpr int64_t kColumnChunk = 256;
@@ -763,10 +771,13 @@ class Writer {
   // The CPU form of a 1x1 convolution whose weights the plan holds as panels of W^T
   // (Stage::weight_blocks): a matrix product of its pixels by its channels.
   std::string body_conv_product(const Stage& s);
-  // The bias of the kWeightBlock output channels from `m0` of convolution `n`, loaded into float
-  // variables (their names; "0.0f" each where it has none), and as vectors bv0, bv1, ... of
-  // `lanes` floats (in a vector_variants emitter).
-  std::vector<std::string> block_bias(const ir::Node& n);
+  // The bias of the `channels` output channels from `m0` of convolution `n`, loaded into float
+  // variables (their names; "0.0f" each where it has none).
+  std::vector<std::string> block_bias(const ir::Node& n, int64_t channels);
+  // bias[first, first + count) as vectors bv0, bv1, ... of `lanes` floats (in a vector_variants
+  // emitter).
+  void block_bias_vectors(const std::vector<std::string>& bias, int lanes, size_t first,
+                          size_t count);
   // Pixels (or tiles) a register tile of the channel tiles and Winograd's products takes: the
   // accumulators, `nv` vectors of the block's channels each, beside the nv weight vectors, the
   // broadcast and two spare in the variant's registers (32 under AVX-512, 16 else).
@@ -774,7 +785,10 @@ class Writer {
     const int64_t registers = accumulators == kTileAccumulatorsAvx512 ? 32 : 16;
     return std::max<int64_t>(1, (registers - nv - 3) / nv);
   }
-  void block_bias_vectors(const std::vector<std::string>& bias, int lanes);
+  // Blocks of output channels (a divisor of `most_blocks`) that a register tile of the channel
+  // tiles holds at once, `nv` vectors each, over rows of OW pixels: the count whose tiles load
+  // the fewest values (weight vectors and pixels) per multiply-add.
+  static int64_t channel_tile_blocks(int accumulators, int64_t nv, int64_t most_blocks, int64_t OW);
   // The CPU form of a 3x3 convolution at stride 1 whose weights the plan holds transformed
   // (Stage::winograd): Winograd's F(2x2, 3x3) or F(4x4, 3x3) (printer_winograd.cpp).
   std::string body_conv_winograd(const Stage& s);

@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <random>
+#include <regex>
 #include <set>
 
 #include "codegen/cpu_backend.h"
@@ -1388,7 +1389,9 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
   // edge chunks; 3x3 at stride 1 would be Winograd's), one block, a residual; strides, dilations
   // and uneven pads; a 7x7 filter at stride 2; 3x1 and 1x3 filters; SAME_UPPER at stride 2 on an
   // even width (its extra pad at the end); no padding, its last chunk partial; a weight that
-  // another convolution and another op read too.
+  // another convolution and another op read too. Over 32 rows, an item takes several blocks:
+  // 4 of 64 channels (rows of 9 in two chunks under AVX-512, one block at a time in narrower
+  // vectors) with a bias and a residual, and 3 of 48 channels with uneven pads.
   GraphBuilder b;
   auto ints = [](std::vector<int64_t> v) { return ir::AttrValue(std::move(v)); };
   ValueId x7 = b.input("x7", DType::f32, {Dim::symbol("n"), Dim(29), Dim(7), Dim(7)});
@@ -1397,6 +1400,8 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
   ValueId x23 = b.input("x23", DType::f32, {Dim::symbol("n"), Dim(29), Dim(11), Dim(23)});
   ValueId x61 = b.input("x61", DType::f32, {Dim::symbol("n"), Dim(6), Dim(9), Dim(61)});
   ValueId x16 = b.input("x16", DType::f32, {Dim::symbol("n"), Dim(90), Dim(8), Dim(16)});
+  ValueId x32 = b.input("x32", DType::f32, {Dim::symbol("n"), Dim(29), Dim(32), Dim(9)});
+  ValueId r32 = b.input("r32", DType::f32, {Dim::symbol("n"), Dim(64), Dim(32), Dim(9)});
   ValueId w7 = b.weight("w7", random_tensor({32, 29, 3, 3}, 21));
   ValueId b7 = b.weight("b7", random_tensor({32}, 22));
   ValueId w40 = b.weight("w40", random_tensor({16, 29, 3, 5}, 23));
@@ -1405,6 +1410,9 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
   ValueId b61 = b.weight("b61", random_tensor({48}, 26));
   ValueId w31 = b.weight("w31", random_tensor({16, 90, 3, 1}, 27));
   ValueId w13 = b.weight("w13", random_tensor({32, 90, 1, 3}, 28));
+  ValueId w64 = b.weight("w64", random_tensor({64, 29, 3, 3}, 30));
+  ValueId b64 = b.weight("b64", random_tensor({64}, 31));
+  ValueId w48 = b.weight("w48", random_tensor({48, 29, 3, 3}, 32));
   b.output(b.op("Relu", {b.op("Conv", {x7, w7, b7}, {{"pads", ints({1, 1, 1, 1})}})}));
   b.output(b.op("Add", {b.op("Conv", {x40, w40}, {{"pads", ints({1, 2, 1, 2})}}), r40}));
   b.output(
@@ -1418,12 +1426,23 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
            {{"auto_pad", ir::AttrValue(std::string("SAME_UPPER"))}, {"strides", ints({2, 2})}}));
   b.output(b.op("Conv", {x23, w40}));  // unpadded: a last chunk that is partial, all inside
   b.output(b.op("Sigmoid", {w40}));
+  b.output(b.op("Add", {b.op("Conv", {x32, w64, b64}, {{"pads", ints({1, 1, 1, 1})}}), r32}));
+  b.output(b.op("Conv", {x32, w48}, {{"pads", ints({1, 0, 1, 2})}}));
   ir::Graph g = std::move(b).finish();
   codegen::PlanOptions twin;
   twin.weight_blocks = true;
   const codegen::KernelPlan plan = codegen::make_plan(g, twin);
   const std::string cpu = codegen::print_kernels(plan, codegen::Target::Cpu);
-  CHECK(occurrences(cpu, "const float* wb = ") == 7);
+  CHECK(occurrences(cpu, "const float* wb = ") == 9);
+  // The first channel of an item: of 4 blocks (w64), of 3 (w48), of 1 (the other seven).
+  auto items_of = [&](int64_t channels) {
+    const std::regex first(R"(const int64_t m0 = (i\d+|0) \* )" + std::to_string(channels) + ";");
+    return std::distance(std::sregex_iterator(cpu.begin(), cpu.end(), first),
+                         std::sregex_iterator());
+  };
+  CHECK(items_of(64) == 1);
+  CHECK(items_of(48) == 1);
+  CHECK(items_of(16) == 7);
   CHECK(occurrences(codegen::print_kernels(codegen::make_plan(g), codegen::Target::Cpu),
                     "const float* wb = ") == 0);
   // The blob holds the blocks instead of the weights, but w40, which Sigmoid reads too.
@@ -1444,7 +1463,7 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
   seeded.value(w7).external = absent;
   const codegen::KernelPlan seeded_plan = codegen::make_plan(seeded, twin);
   CHECK(occurrences(codegen::print_kernels(seeded_plan, codegen::Target::Cpu),
-                    "const float* wb = ") == 6);
+                    "const float* wb = ") == 8);
   // A convolution of its own weights (Conv(w, w)) keeps them: it reads them as its input too.
   GraphBuilder own;
   ValueId x0 = own.input("x0", DType::f32, {Dim(1)});
@@ -1464,7 +1483,9 @@ TEST_CASE("convolution channel tiles: weights in blocks of 16 channels, padded t
                      {n, 16, 5, 40},
                      {n, 29, 11, 23},
                      {n, 6, 9, 61},
-                     {n, 90, 8, 16}});
+                     {n, 90, 8, 16},
+                     {n, 29, 32, 9},
+                     {n, 64, 32, 9}});
   });
 }
 
