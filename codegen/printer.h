@@ -67,7 +67,7 @@
 //                       | of 16, unpadded): dot tiles along kw;| EQFUSE_CUDNN also cuDNN and
 //                       | weights in blocks of 16 channels     | a finish kernel, and cuDNN's
 //                       | (the twin's plans): an output row of |
-//                       | 16 channels per item, a vector of    |
+//                       | 1 to 4 blocks per item, vectors of   |
 //                       | channels per pixel, padded taps left |
 //                       | out; 3x3 at stride 1, rows of 10 or  |
 //                       | more: Winograd's F(2x2 or 4x4, 3x3)  |
