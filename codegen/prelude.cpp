@@ -344,6 +344,13 @@ EQF_FN double eqf_pow(double a, double b) { return pow(a, b); }
 EQF_FN int64_t eqf_pow(int64_t a, int64_t b) { return (int64_t)pow((double)a, (double)b); }
 template <typename T> EQF_FN T eqf_max(T a, T b) { return a < b ? b : a; }
 template <typename T> EQF_FN T eqf_min(T a, T b) { return b < a ? b : a; }
+#if defined(_OPENMP) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+// A running maximum that vectors may take in any order (an online softmax's): its private
+// copies start at -INFINITY, as the maximum itself does, where OpenMP's own `max` may start them
+// at the lowest finite value (Clang does), which a block of -INFINITY scores would then return.
+#pragma omp declare reduction(eqf_max_float : float : omp_out = eqf_max(omp_out, omp_in)) \
+    initializer(omp_priv = -INFINITY)
+#endif
 EQF_FN float eqf_fmod(float a, float b) { return fmodf(a, b); }
 EQF_FN double eqf_fmod(double a, double b) { return fmod(a, b); }
 EQF_FN int64_t eqf_fmod(int64_t a, int64_t b) { return b == 0 ? 0 : a % b; }

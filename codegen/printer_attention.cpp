@@ -156,8 +156,9 @@ std::string Writer::body_attention(const Stage& s) {
     close();
     line(fmt::format("float {} = {}[{}];", bm, m, grow));
     // A maximum in any order is the same (a NaN score is passed over either way), so vectors may
-    // take it: as a scalar chain it took as long as the block's products.
-    line(fmt::format("#pragma omp simd reduction(max : {})", bm));
+    // take it (eqf_max_float, the prelude's): as a scalar chain it took as long as the block's
+    // products.
+    line(fmt::format("#pragma omp simd reduction(eqf_max_float : {})", bm));
     line(fmt::format("for (int64_t {} = 0; {} < {}; ++{}) {} = eqf_max({}, {}[{}]);", jj, jj, nb,
                      jj, bm, bm, p, jj));
     line(fmt::format("const float {} = {} == -INFINITY ? 1.0f : eqf_exp({}[{}] - {});", alpha, bm,

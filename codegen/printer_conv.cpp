@@ -723,6 +723,7 @@ int64_t Writer::channel_tile_blocks(int accumulators, int64_t nv, int64_t most_b
   for (int64_t b = 1; b <= most_blocks; ++b) {
     if (most_blocks % b != 0) continue;
     const int64_t vectors = b * nv, width = channel_tile_width(accumulators, vectors);
+    if (b > 1 && vectors * (width + 1) + 3 > tile_registers(accumulators)) continue;  // spills
     const int64_t chunks = (OW + width - 1) / width;
     // Multiply-adds per value loaded, each tap: a chunk's weight vectors, and each pixel once.
     const double ratio = double(vectors * OW) / double(chunks * vectors + OW);
@@ -750,7 +751,7 @@ std::string Writer::body_conv_channels(const Stage& s) {
   const int64_t sh = win[0].stride, ph = win[0].pad_begin, dh = win[0].dilation;
   const int64_t sw = win[1].stride, pw = win[1].pad_begin, dw = win[1].dilation;
   const int64_t W = type(x).shape[3].value(), OW = type(out).shape[3].value();
-  const std::string H = dim(x, 2), B = std::to_string(kWeightBlock);
+  const std::string H = dim(x, 2);
   const int64_t blocks = M / kWeightBlock, block_weights = C * KH * KW * kWeightBlock;
   // Blocks per item: at most the most that divide the blocks and leave enough items (at a batch
   // of 1; the plan takes this form only at static spatial sizes).

@@ -782,12 +782,16 @@ class Writer {
   // accumulators, `nv` vectors of the block's channels each, beside the nv weight vectors, the
   // broadcast and two spare in the variant's registers (32 under AVX-512, 16 else).
   static int64_t channel_tile_width(int accumulators, int64_t nv) {
-    const int64_t registers = accumulators == kTileAccumulatorsAvx512 ? 32 : 16;
-    return std::max<int64_t>(1, (registers - nv - 3) / nv);
+    return std::max<int64_t>(1, (tile_registers(accumulators) - nv - 3) / nv);
+  }
+  // The vector registers of the variant whose register tiles hold `accumulators`.
+  static int64_t tile_registers(int accumulators) {
+    return accumulators == kTileAccumulatorsAvx512 ? 32 : 16;
   }
   // Blocks of output channels (a divisor of `most_blocks`) that a register tile of the channel
   // tiles holds at once, `nv` vectors each, over rows of OW pixels: the count whose tiles load
-  // the fewest values (weight vectors and pixels) per multiply-add.
+  // the fewest values (weight vectors and pixels) per multiply-add, of those whose tile of one
+  // pixel or more fits the registers.
   static int64_t channel_tile_blocks(int accumulators, int64_t nv, int64_t most_blocks, int64_t OW);
   // The CPU form of a 3x3 convolution at stride 1 whose weights the plan holds transformed
   // (Stage::winograd): Winograd's F(2x2, 3x3) or F(4x4, 3x3) (printer_winograd.cpp).

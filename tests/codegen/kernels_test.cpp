@@ -1078,6 +1078,28 @@ TEST_CASE("attention with and without a mask") {
       check_twin(g, dims, separate);
     }
   }
+  // Rows whose first block of 64 keys is all masked (-inf) and whose last 3 keys are not: the
+  // running maximum is -inf over a whole block, then finite; the other rows are not masked.
+  {
+    GraphBuilder b;
+    const Dim n = Dim::symbol("n");
+    ValueId q = b.input("q", DType::f32, {n, Dim(2), Dim(6), Dim(8)});
+    ValueId k = b.input("k", DType::f32, {n, Dim(2), Dim(67), Dim(8)});
+    ValueId v = b.input("v", DType::f32, {n, Dim(2), Dim(67), Dim(5)});
+    std::vector<float> masked(6 * 67, 0.0f);
+    for (int64_t row = 0; row < 6; row += 2)
+      for (int64_t key = 0; key < 64; ++key)
+        masked[size_t(row * 67 + key)] = -std::numeric_limits<float>::infinity();
+    ValueId m = b.weight("mask", ir::Tensor::from_vector<float>(DType::f32, {6, 67}, masked));
+    ValueId scale = b.constant(ir::Tensor::from_vector<float>(DType::f32, {}, {0.35f}));
+    b.output(kernel(b,
+                    "(MatMul (Softmax :axis -1 (Add (Mul (MatMul ?0 (Transpose :perm (0 1 3 2) "
+                    "?1)) ?2) ?3)) ?4)",
+                    {q, k, scale, m, v}));
+    ir::Graph g = std::move(b).finish();
+    REQUIRE(codegen::make_plan(g).stages.size() == 1);
+    for_each_vector_width([&] { check_twin(g, {{2, 2, 6, 8}, {2, 2, 67, 8}, {2, 2, 67, 5}}); });
+  }
   // V's rows of 40, padded to 48: the twin's sums in one chunk of 3 vectors of 16 or 6 of 8, or
   // at 16 bytes two chunks of 6 vectors of 4, over three blocks of keys, the last of 2.
   ir::Graph wide = attention_graph("additive", 2, 37, 130, 16, 40);
