@@ -18,9 +18,7 @@ void Writer::store_output(ValueId out, const std::string& lin, const Index& at,
   // `lin` is out's linear index at `at`, and so every value's of out's shape: an operand of the
   // epilogue read there (a residual) takes it as it is, not recombined from `at` (whose
   // coordinates a store loop may have split from it by division, which kept the loads scalar).
-  std::vector<std::string> dims;
-  for (size_t k = 0; k < at.size(); ++k) dims.push_back(dim(out, k));
-  scopes_.back()[split_key(dims, at)] = lin;
+  scopes_.back()[split_key(out, at)] = lin;
   std::string stored = fresh("c"), loaded = fresh("t");
   line(fmt::format("const {} {} = {};", buffer_type(out), stored, v));
   line(fmt::format("const {} {} = {};", storage_type(type(out).dtype), loaded, stored));

@@ -468,11 +468,15 @@ class Writer {
     for (const std::string& i : idx) key += i + ",";
     return key;
   }
-  std::string linear(ValueId v, const Index& idx) const {
+  // split_key of `idx` in v's shape.
+  std::string split_key(ValueId v, const Index& idx) const {
     std::vector<std::string> dims;
     for (size_t k = 0; k < idx.size(); ++k) dims.push_back(dim(v, k));
+    return split_key(dims, idx);
+  }
+  std::string linear(ValueId v, const Index& idx) const {
     if (!idx.empty())
-      if (const std::string* lin = cached(split_key(dims, idx))) return *lin;
+      if (const std::string* lin = cached(split_key(v, idx))) return *lin;
     std::string lin = "0";
     for (size_t k = 0; k < idx.size(); ++k) {
       std::string d = dim(v, k);
